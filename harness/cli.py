@@ -1,0 +1,96 @@
+"""`python -m harness run|list|report|bench-op`: a short pipeline of small steps; an int ends it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import List, Optional
+
+from harness.errors import UserError
+
+EXIT_OK, EXIT_HARNESS_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def _csv(text: str) -> List[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def _csv_int(text: str) -> List[int]:
+    try:
+        return [int(x) for x in _csv(text)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run the matrix's cells in this environment and append their records")
+    _add_selection(run)
+    run.add_argument("--env", default=None, help="this environment's name in the records (default: $HARNESS_ENV)")
+    run.add_argument("--results-dir", default="results", help="folder of the results files (default: results)")
+    run.add_argument("--out", default=None, help="results file (default: RESULTS_DIR/ENV[.shard-I-of-N].jsonl)")
+    run.add_argument("--shard", default=None, metavar="I/N", help="run the I-th of N deterministic slices")
+    run.add_argument("--rerun", action="store_true", help="run cells again even when a record exists")
+    run.add_argument("--jobs", type=int, default=1, help="worker processes (0: run in this process; default 1)")
+    run.add_argument("--threads", type=int, default=2, help="threads for torch and onnxruntime alike (default 2)")
+    run.add_argument("--timeout", type=float, default=300.0, help="seconds a cell may take (default 300)")
+    run.add_argument("--memory-limit-mb", type=int, default=None, help="data-segment limit per worker")
+    run.add_argument("--no-latency", action="store_true", help="skip the latency stage")
+    run.add_argument("--no-memory", action="store_true", help="skip the peak-memory stage")
+    run.add_argument("--latency-budget", type=float, default=0.2, help="seconds of timing per target (default 0.2)")
+    run.add_argument("--quiet", action="store_true", help="no progress bar; the summary only")
+
+    lst = sub.add_parser("list", help="list the cases, strategies and cells a selection names")
+    _add_selection(lst)
+    lst.add_argument("--cells", action="store_true", help="list every cell, not only the cases")
+
+    rep = sub.add_parser("report", help="render the HTML page from results files (no torch needed)")
+    rep.add_argument("--results", nargs="+", default=["results"], help="results files or folders")
+    rep.add_argument("--out", default="reports/index.html")
+
+    sub.add_parser("bench-op", help="benchmark grid_sample implementations side by side", add_help=False)
+    return parser
+
+
+def _add_selection(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--case", type=_csv, default=[], help="case names, comma-separated")
+    p.add_argument("--family", type=_csv, default=[], help="families (grid_sample, resize, ...)")
+    p.add_argument("--strategy", type=_csv, default=[], help="strategies (native, custom, mmcv, contrib, naive)")
+    p.add_argument("--opset", type=_csv_int, default=[], help="opsets (default 9,11,13,16,17 and the newest)")
+    p.add_argument("--exporter", type=_csv, default=[], help="torchscript, dynamo")
+    p.add_argument("--shape-mode", type=_csv, default=[], help="static, dynamic")
+    p.add_argument("--device", type=_csv, default=["cpu"], help="cpu, cuda (default cpu)")
+    p.add_argument("--dtype", type=_csv, default=["float32"], help="float32, float16, ... (default float32)")
+    p.add_argument("--tag", type=_csv, default=[], help="only cases with one of these tags")
+    p.add_argument("--cases-dir", action="append", default=[], help="a folder of your own case files")
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["bench-op"]:
+        from harness.bench_op import main as bench_main
+
+        return bench_main(argv[1:])
+    if argv[:1] == ["report"]:
+        from harness.report import main as report_main
+
+        return report_main(argv[1:])
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "run":
+            from harness.commands import run_command
+
+            return run_command(args)
+        if args.command == "list":
+            from harness.commands import list_command
+
+            return list_command(args)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return EXIT_USAGE

@@ -1,0 +1,112 @@
+"""Environment definitions are data: one TOML file each under environments/. Read on the host only."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from harness.errors import UserError
+
+ENV_DIR = Path(__file__).resolve().parent.parent / "environments"
+
+
+@dataclass(frozen=True)
+class MmcvSpec:
+    spec: str
+    runtime: Tuple[str, ...] = ()
+    build: Tuple[str, ...] = ()
+
+    @property
+    def package(self) -> str:
+        return self.spec.split("==")[0]
+
+    @property
+    def version(self) -> str:
+        return self.spec.split("==")[1]
+
+
+@dataclass(frozen=True)
+class Environment:
+    name: str
+    python: str
+    pins: Tuple[str, ...]
+    description: str = ""
+    mmcv: Optional[MmcvSpec] = None
+    extra_index_urls: Tuple[str, ...] = ()
+    device: str = "cpu"
+    source: str = field(default="", compare=False)
+
+    def pin(self, package: str) -> Optional[str]:
+        for pin in self.pins:
+            name, _, version = pin.partition("==")
+            if name.strip().lower() == package.lower():
+                return version.strip()
+        return None
+
+    def venv_hash(self, python_version: str, extra: Tuple[str, ...] = ()) -> str:
+        blob = json.dumps(
+            [
+                python_version,
+                sorted(self.pins),
+                self.mmcv and self.mmcv.spec,
+                self.mmcv and sorted(self.mmcv.runtime),
+                list(self.extra_index_urls),
+                sorted(extra),
+            ]
+        )
+        return hashlib.sha1(blob.encode()).hexdigest()[:10]
+
+
+def _load_toml(path: Path) -> Dict[str, Any]:
+    try:
+        import tomllib  # Python 3.11+: the host side only
+    except ImportError:  # pragma: no cover
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{path}: not valid TOML ({exc}); fix the file") from exc
+
+
+def load_environment(path: Path) -> Environment:
+    data = _load_toml(path)
+    for key in ("name", "python", "pins"):
+        if key not in data:
+            raise UserError(f"{path}: missing key {key!r}; an environment needs name, python and pins")
+    for pin in data["pins"]:
+        if "==" not in pin:
+            raise UserError(f"{path}: pin {pin!r} is not exact; write it as package==version")
+    mmcv = None
+    if "mmcv" in data:
+        m = data["mmcv"]
+        if "==" not in m.get("spec", ""):
+            raise UserError(f'{path}: [mmcv] spec must be exact, like "mmcv-full==1.7.2"')
+        mmcv = MmcvSpec(m["spec"], tuple(m.get("runtime", ())), tuple(m.get("build", ())))
+    return Environment(
+        name=data["name"],
+        python=str(data["python"]),
+        pins=tuple(data["pins"]),
+        description=data.get("description", ""),
+        mmcv=mmcv,
+        extra_index_urls=tuple(data.get("extra_index_urls", ())),
+        device=data.get("device", "cpu"),
+        source=str(path),
+    )
+
+
+def load_environments(folder: Path = ENV_DIR, device: str = "cpu") -> List[Environment]:
+    envs = [load_environment(p) for p in sorted(folder.glob("*.toml"))]
+    names = [e.name for e in envs]
+    dupes = {n for n in names if names.count(n) > 1}
+    if dupes:
+        raise UserError(f"environments named twice: {', '.join(sorted(dupes))}; give each file its own name")
+    return [e for e in envs if e.device == device]
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("ONNX_COMPAT_CACHE") or Path.home() / ".cache" / "onnx-compat-matrix")

@@ -1,0 +1,177 @@
+"""Latency and peak memory that can be trusted: blocks of a minimum duration, median, IQR, noise flag."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional
+
+NOISY_IQR_FRACTION = 0.10
+
+
+@dataclass
+class Measurement:
+    """Per-call times from blocks of `number` calls each; computes its own statistics."""
+
+    times: List[float]
+    number: int
+    threads: int
+    warmup: int = 0
+    meta: Dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.times)
+
+    @property
+    def iqr(self) -> float:
+        if len(self.times) < 4:
+            return max(self.times) - min(self.times)
+        ordered = sorted(self.times)
+        q = _quantiles(ordered)
+        return q[1] - q[0]
+
+    @property
+    def noisy(self) -> bool:
+        return self.median > 0 and self.iqr > NOISY_IQR_FRACTION * self.median
+
+    def to_record(self) -> Dict[str, Any]:
+        record = {
+            "median_s": self.median,
+            "iqr_s": self.iqr,
+            "samples": len(self.times),
+            "number": self.number,
+            "threads": self.threads,
+            "noisy": self.noisy,
+        }
+        record.update(self.meta)
+        return record
+
+
+def _quantiles(ordered: List[float]) -> List[float]:
+    """First and third quartile by linear interpolation (the 'inclusive' method)."""
+    n = len(ordered)
+
+    def at(p: float) -> float:
+        pos = p * (n - 1)
+        lo = int(pos)
+        hi = min(lo + 1, n - 1)
+        return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+    return [at(0.25), at(0.75)]
+
+
+def time_callable(
+    fn: Callable[[], Any],
+    *,
+    threads: int,
+    min_block_s: float = 0.005,
+    budget_s: float = 0.25,
+    warmup: int = 2,
+    min_samples: int = 5,
+    max_samples: int = 100,
+    sync: Optional[Callable[[], None]] = None,
+    timer: Callable[[], float] = time.perf_counter,
+) -> Measurement:
+    """Time `fn` after warm-up: calibrate a block size, then sample blocks until the budget is spent.
+
+    `sync` runs after each block and inside the timed region (a CUDA synchronise); `timer` is a seam
+    for tests.
+    """
+    for _ in range(warmup):
+        fn()
+    if sync:
+        sync()
+    number = 1
+    while True:
+        elapsed = _block(fn, number, sync, timer)
+        if elapsed >= min_block_s or number >= 1 << 20:
+            break
+        number *= 2 if elapsed <= 0 else max(2, min(10, int(min_block_s / elapsed) + 1))
+    times = [elapsed / number]
+    spent = elapsed
+    while len(times) < max_samples and (len(times) < min_samples or spent < budget_s):
+        elapsed = _block(fn, number, sync, timer)
+        times.append(elapsed / number)
+        spent += elapsed
+    return Measurement(times=times, number=number, threads=threads, warmup=warmup)
+
+
+def _block(fn: Callable[[], Any], number: int, sync: Optional[Callable[[], None]], timer: Callable[[], float]) -> float:
+    start = timer()
+    for _ in range(number):
+        fn()
+    if sync:
+        sync()
+    return timer() - start
+
+
+# Peak memory ----------------------------------------------------------------------------------------
+
+RSS_METHOD = "rss-hwm-clear_refs"
+
+
+def _status_kib(key: str) -> Optional[int]:
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _trim_heap() -> None:
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _reset_hwm() -> bool:
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_rss_of(fn: Callable[[], Any]) -> Dict[str, Any]:
+    """Resident-set growth of one call: reset the high-water mark to the current RSS, call, read it back.
+
+    Freed heap is returned to the OS first (malloc_trim), so the call's own allocations raise the mark.
+    """
+    _trim_heap()
+    if not _reset_hwm():
+        return {"peak_bytes": None, "method": "unavailable: /proc/self/clear_refs is not writable"}
+    before = _status_kib("VmRSS")
+    fn()
+    hwm = _status_kib("VmHWM")
+    if before is None or hwm is None:
+        return {"peak_bytes": None, "method": "unavailable: /proc/self/status unreadable"}
+    return {"peak_bytes": max(0, hwm - before) * 1024, "method": RSS_METHOD}
+
+
+def peak_cuda_of(fn: Callable[[], Any], torch: Any) -> Dict[str, Any]:
+    """torch's peak allocation during one call above what was allocated before it."""
+    torch.cuda.synchronize()
+    base = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    fn()
+    torch.cuda.synchronize()
+    return {"peak_bytes": max(0, torch.cuda.max_memory_allocated() - base), "method": "torch-cuda-max-allocated"}
+
+
+def set_threads(threads: int) -> None:
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    try:
+        import torch
+
+        torch.set_num_threads(threads)
+    except ImportError:
+        pass

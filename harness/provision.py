@@ -1,0 +1,211 @@
+"""Build an environment's virtualenv once per set of pins, and mmcv once per (mmcv, torch, Python) key.
+
+Host side only (the noxfile calls it). Venvs and mmcv wheels live in the cache folder outside the
+repository ($ONNX_COMPAT_CACHE, default ~/.cache/onnx-compat-matrix), so clean clones and CI reuse them.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, List, Optional, Sequence
+
+from harness.environments import Environment, cache_dir
+from harness.errors import UserError
+
+Log = Callable[[str], None]
+
+
+def find_python(version: str) -> str:
+    """An interpreter for `version` ("3.8"): pyenv's folder, then uv's, then PATH; else a clear error."""
+    root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    candidates = sorted(
+        glob.glob(os.path.join(root, "versions", version + ".*", "bin", "python" + version)),
+        key=_patch_level,
+        reverse=True,
+    )
+    uv = shutil.which("uv")
+    if uv:
+        found = _run_quiet([uv, "python", "find", "--no-python-downloads", version])
+        if found:
+            candidates.append(found)
+    on_path = shutil.which("python" + version)
+    if on_path:
+        candidates.append(on_path)
+    for exe in candidates:
+        if _run_quiet([exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"]) == version:
+            return exe
+    raise UserError(
+        f"no Python {version} interpreter found (looked in {root}/versions, uv and PATH); "
+        f"install it with `pyenv install {version}` or `uv python install {version}`"
+    )
+
+
+def _patch_level(path: str) -> int:
+    try:
+        return int(Path(path).parent.parent.name.split(".")[2])
+    except (IndexError, ValueError):
+        return -1
+
+
+def _run_quiet(cmd: Sequence[str]) -> Optional[str]:
+    try:
+        out = subprocess.run(list(cmd), capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def python_version_of(exe: str) -> str:
+    return _run_quiet([exe, "-c", "import platform; print(platform.python_version())"]) or "?"
+
+
+class Provisioner:
+    """Creates or reuses the venv of one environment; installs mmcv from the wheel cache or builds it."""
+
+    def __init__(self, env: Environment, log: Log = print, extra: Sequence[str] = ()) -> None:
+        self.env = env
+        self.log = log
+        self.extra = tuple(extra)
+        self.cache = cache_dir()
+
+    def venv(self) -> Path:
+        exe = find_python(self.env.python)
+        full = python_version_of(exe)
+        venv = self.cache / "venvs" / f"{self.env.name}-{self.env.venv_hash(full, self.extra)}"
+        stamp = venv / "pins.ok"
+        if stamp.exists():
+            self.log(f"{self.env.name}: reusing {venv} (pins unchanged)")
+            return venv
+        if venv.exists():
+            shutil.rmtree(venv)
+        self.log(f"{self.env.name}: creating {venv} with Python {full} ({exe})")
+        start = time.monotonic()
+        self._check([exe, "-m", "venv", str(venv)])
+        pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check"]
+        index = [a for url in self.env.extra_index_urls for a in ("--extra-index-url", url)]
+        self._check(pip + ["install", "-q"] + index + list(self.env.pins) + list(self.extra))
+        if self.env.mmcv:
+            self._install_mmcv(venv, pip)
+        stamp.write_text("\n".join(self.env.pins) + "\n")
+        self.log(f"{self.env.name}: environment ready in {time.monotonic() - start:.0f} s")
+        return venv
+
+    def _check(self, cmd: List[str], **kwargs: object) -> None:
+        result = subprocess.run(cmd, **kwargs)  # type: ignore[call-overload]
+        if result.returncode != 0:
+            raise UserError(
+                f"{self.env.name}: `{' '.join(cmd[:6])} ...` failed (exit {result.returncode}); "
+                f"see the output above; check the pins in {self.env.source}"
+            )
+
+    # mmcv ---------------------------------------------------------------------------------------------
+
+    def mmcv_key(self, venv: Path) -> str:
+        torch_version = self.env.pin("torch") or "unknown"
+        py = _run_quiet([str(venv / "bin" / "python"), "-c", "import sys; print('%d%d' % sys.version_info[:2])"])
+        return f"{self.env.mmcv.package}-{self.env.mmcv.version}_torch-{torch_version}_cp{py}_cpu"
+
+    def unavailable_file(self, venv: Path) -> Path:
+        return venv / "mmcv-unavailable.txt"
+
+    def _install_mmcv(self, venv: Path, pip: List[str]) -> None:
+        mmcv = self.env.mmcv
+        key = self.mmcv_key(venv)
+        wheels = self.cache / "wheels" / key
+        failed = self.cache / "wheels" / (key + ".failed")
+        log_path = self.cache / "logs" / (key + ".log")
+        self.unavailable_file(venv).unlink(missing_ok=True)
+        if mmcv.runtime:
+            self._check(pip + ["install", "-q"] + list(self.env.pins) + list(mmcv.runtime))
+        found = sorted(wheels.glob("*.whl")) if wheels.is_dir() else []
+        if found:
+            self.log(f"{self.env.name}: mmcv cache hit: {found[0]}")
+        elif failed.exists():
+            self._mark_unavailable(
+                venv, f"{mmcv.spec} failed to build before (log: {log_path}); delete {failed} to try again"
+            )
+            return
+        else:
+            found = self._build_mmcv(venv, pip, key, wheels, log_path, failed)
+            if not found:
+                return
+        self._check(pip + ["install", "-q", "--no-deps", str(found[0])])
+        probe = subprocess.run(
+            [str(venv / "bin" / "python"), "-c", "from mmcv.ops.point_sample import bilinear_grid_sample"],
+            capture_output=True,
+            text=True,
+        )
+        if probe.returncode != 0:
+            last = (probe.stderr.strip().splitlines() or ["?"])[-1]
+            self._mark_unavailable(
+                venv,
+                f"{mmcv.spec} installed from {found[0]} but mmcv.ops.point_sample does "
+                f"not import ({last}); rebuild by deleting that folder",
+            )
+
+    def _build_mmcv(
+        self, venv: Path, pip: List[str], key: str, wheels: Path, log_path: Path, failed: Path
+    ) -> List[Path]:
+        mmcv = self.env.mmcv
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.log(
+            f"{self.env.name}: mmcv cache miss: building {mmcv.spec} with CPU ops (6-20 min on 2 cores), log {log_path}"
+        )
+        start = time.monotonic()
+        if mmcv.build:
+            self._check(pip + ["install", "-q", "--no-deps"] + list(mmcv.build))
+        env = dict(os.environ, MMCV_WITH_OPS="1", FORCE_CUDA="0", MAX_JOBS=str(os.cpu_count() or 2))
+        with tempfile.TemporaryDirectory() as tmp, open(log_path, "w") as log:
+            result = subprocess.run(
+                pip + ["wheel", "--no-cache-dir", "--no-deps", "--no-build-isolation", mmcv.spec, "-w", tmp],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+            )
+            built = sorted(Path(tmp).glob("*.whl"))
+            if result.returncode != 0 or not built:
+                failed.write_text(f"exit {result.returncode}\n")
+                self._mark_unavailable(venv, f"{mmcv.spec} failed to build (exit {result.returncode}); log: {log_path}")
+                return []
+            if built[0].name.endswith("none-any.whl"):
+                failed.write_text("built without compiled ops\n")
+                self._mark_unavailable(venv, f"{mmcv.spec} built without its compiled ops; log: {log_path}")
+                return []
+            wheels.mkdir(parents=True, exist_ok=True)
+            target = wheels / built[0].name
+            shutil.move(str(built[0]), str(target))
+        self.log(f"{self.env.name}: built {target.name} in {time.monotonic() - start:.0f} s, cached under {wheels}")
+        return [target]
+
+    def _mark_unavailable(self, venv: Path, reason: str) -> None:
+        self.log(f"{self.env.name}: mmcv unavailable: {reason}")
+        self.unavailable_file(venv).write_text(reason)
+
+    def mmcv_unavailable_reason(self, venv: Path) -> Optional[str]:
+        path = self.unavailable_file(venv)
+        return path.read_text().strip() if path.exists() else None
+
+
+def link_into_repo(venv: Path, repo: Path, name: str) -> None:
+    """A `.nox/<name>` link to the cached venv, where tools (and people) look for session venvs."""
+    link = repo / ".nox" / name
+    link.parent.mkdir(exist_ok=True)
+    if link.is_symlink() or link.exists():
+        if link.is_symlink() and os.readlink(link) == str(venv):
+            return
+        if link.is_symlink():
+            link.unlink()
+        else:
+            shutil.rmtree(link)
+    link.symlink_to(venv)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit("use the noxfile")

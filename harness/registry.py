@@ -1,0 +1,149 @@
+"""The case registry: a case is a model factory plus inputs, registered with a decorator."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from harness.errors import UserError
+
+SHAPE_MODES = ("static", "dynamic")
+EXPORTERS = ("torchscript", "dynamo")
+
+
+@dataclass(frozen=True)
+class Case:
+    """A model and its inputs in one operator family.
+
+    `model(params, op)` returns an nn.Module; `op` is the family's operator as the strategy under test
+    provides it (a model that calls the torch function directly is covered by `harness.ops.patched`).
+    `inputs(params, shape, generator)` returns a tuple of float32 CPU tensors for one entry of `shapes`;
+    the first shape is the export shape, the others check a dynamic export.
+    """
+
+    name: str
+    family: str
+    model: Callable[..., Any]
+    inputs: Callable[..., Tuple[Any, ...]]
+    params: Tuple[Dict[str, Any], ...] = ({},)
+    shapes: Tuple[Dict[str, int], ...] = ({},)
+    input_names: Tuple[str, ...] = ()
+    output_names: Tuple[str, ...] = ("output",)
+    dynamic_axes: Optional[Dict[str, Dict[int, str]]] = None
+    exporters: Tuple[str, ...] = EXPORTERS
+    shape_modes: Tuple[str, ...] = ("static",)
+    opsets: Optional[Tuple[int, ...]] = None
+    tags: Tuple[str, ...] = ()
+    tolerance: Optional[Tuple[float, float]] = None
+    description: str = ""
+    source: str = field(default="", compare=False)
+
+
+_CASES: Dict[str, Case] = {}
+
+
+def register_case(
+    name: str,
+    *,
+    family: str,
+    inputs: Callable[..., Tuple[Any, ...]],
+    params: Sequence[Dict[str, Any]] = ({},),
+    shapes: Sequence[Dict[str, int]] = ({},),
+    input_names: Sequence[str] = (),
+    output_names: Sequence[str] = ("output",),
+    dynamic_axes: Optional[Dict[str, Dict[int, str]]] = None,
+    exporters: Sequence[str] = EXPORTERS,
+    shape_modes: Optional[Sequence[str]] = None,
+    opsets: Optional[Sequence[int]] = None,
+    tags: Sequence[str] = (),
+    tolerance: Optional[Tuple[float, float]] = None,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register the decorated model factory `fn(params, op) -> nn.Module` as a case."""
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        modes = tuple(shape_modes) if shape_modes else (("static", "dynamic") if dynamic_axes else ("static",))
+        if "dynamic" in modes and (not dynamic_axes or len(shapes) < 2):
+            raise UserError(
+                f"case {name!r}: the dynamic shape mode needs dynamic_axes and at least two shapes; "
+                "add them to register_case(...) or drop 'dynamic' from shape_modes"
+            )
+        for exporter in exporters:
+            if exporter not in EXPORTERS:
+                raise UserError(f"case {name!r}: unknown exporter {exporter!r}; use one of {', '.join(EXPORTERS)}")
+        case = Case(
+            name=name,
+            family=family,
+            model=fn,
+            inputs=inputs,
+            params=tuple(dict(p) for p in params),
+            shapes=tuple(dict(s) for s in shapes),
+            input_names=tuple(input_names),
+            output_names=tuple(output_names),
+            dynamic_axes=dynamic_axes,
+            exporters=tuple(exporters),
+            shape_modes=modes,
+            opsets=tuple(opsets) if opsets else None,
+            tags=tuple(tags),
+            tolerance=tolerance,
+            description=(fn.__doc__ or "").strip().split("\n")[0],
+            source=getattr(fn, "__module__", ""),
+        )
+        if name in _CASES and _CASES[name].source != case.source:
+            raise UserError(f"case {name!r} is registered twice ({_CASES[name].source} and {case.source}); rename one")
+        _CASES[name] = case
+        return fn
+
+    return decorate
+
+
+def all_cases() -> List[Case]:
+    return sorted(_CASES.values(), key=lambda c: (c.family, c.name))
+
+
+def get_case(name: str) -> Case:
+    try:
+        return _CASES[name]
+    except KeyError:
+        raise UserError(f"unknown case {name!r}; `python -m harness list` shows the cases") from None
+
+
+BUILTIN_CASES_DIR = Path(__file__).resolve().parent.parent / "cases"
+
+
+def load_cases(extra_dirs: Sequence[str] = (), builtin: bool = True) -> List[Case]:
+    """Import every case file: the built-in `cases/` folder and each `--cases-dir`."""
+    dirs = [BUILTIN_CASES_DIR] if builtin else []
+    for d in extra_dirs:
+        path = Path(d)
+        if not path.is_dir():
+            raise UserError(f"--cases-dir {d}: no such folder; pass a folder holding case files (*.py)")
+        dirs.append(path)
+    for folder in dirs:
+        for file in sorted(folder.glob("*.py")):
+            if file.name.startswith("_"):
+                continue
+            _import_file(file)
+    return all_cases()
+
+
+def _import_file(file: Path) -> None:
+    mod_name = "harness_cases." + file.stem if file.parent == BUILTIN_CASES_DIR else "user_cases." + file.stem
+    if mod_name in sys.modules:
+        return
+    spec = importlib.util.spec_from_file_location(mod_name, str(file))
+    if spec is None or spec.loader is None:
+        raise UserError(f"{file}: cannot be imported as a Python file; check its name")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except UserError:
+        raise
+    except Exception as exc:
+        del sys.modules[mod_name]
+        raise UserError(
+            f"{file}: importing the case file failed with {type(exc).__name__}: {exc}; fix the file"
+        ) from exc

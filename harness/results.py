@@ -1,0 +1,81 @@
+"""Results as JSON Lines: one self-describing record per cell, appended whole, read back for resume."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Dict, Iterator, Set, Tuple
+
+from harness import SCHEMA_VERSION
+
+
+def clean(value: Any) -> Any:
+    """JSON has no NaN or infinity: they become null (the record's note says why)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    return value
+
+
+class ResultsWriter:
+    """Appends one line per record with a single write on an O_APPEND descriptor, then fsyncs.
+
+    A crash can lose the record being written, never corrupt an earlier one; a torn last line (power
+    loss) is skipped with a warning by the reader.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(str(self.path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        if self.path.stat().st_size and not self._ends_with_newline():
+            os.write(self._fd, b"\n")
+
+    def _ends_with_newline(self) -> bool:
+        with open(self.path, "rb") as fh:
+            fh.seek(-1, os.SEEK_END)
+            return fh.read(1) == b"\n"
+
+    def write(self, record: Dict[str, Any]) -> None:
+        line = json.dumps(clean(record), sort_keys=True, allow_nan=False) + "\n"
+        os.write(self._fd, line.encode("utf-8"))
+        os.fsync(self._fd)
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def read_records(path: Path) -> Iterator[Dict[str, Any]]:
+    """Records of one file; unreadable lines (a torn write) are skipped."""
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and record.get("schema_version") == SCHEMA_VERSION:
+                yield record
+
+
+def resume_key(cell_id: str, fingerprint_hash: str, harness_version: str) -> Tuple[str, str, str]:
+    return (cell_id, fingerprint_hash, harness_version)
+
+
+def done_keys(path: Path) -> Set[Tuple[str, str, str]]:
+    """Cells already measured in this file with the same environment and harness version."""
+    if not Path(path).exists():
+        return set()
+    keys = set()
+    for r in read_records(path):
+        if r.get("verdict") in ("harness_error",):
+            continue  # a bug of ours: always worth another try
+        keys.add(resume_key(r.get("cell_id", ""), r.get("fingerprint_hash", ""), r.get("harness_version", "")))
+    return keys

@@ -1,0 +1,234 @@
+"""The parent of a run: plans the cells, hands them to worker processes, writes each record as it ends."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+
+from harness import SCHEMA_VERSION, __version__
+from harness.fingerprint import EnvInfo
+from harness.spec import CellSpec
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def now_iso() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass
+class WorkerConfig:
+    env: str
+    cases_dirs: Sequence[str] = ()
+    threads: int = 2
+    memory_limit_mb: Optional[int] = None
+    latency: bool = True
+    memory: bool = True
+    latency_budget_s: float = 0.2
+    timeout_s: float = 300.0
+    log_path: Optional[Path] = None
+
+    def command(self) -> List[str]:
+        cmd = [
+            sys.executable,
+            "-m",
+            "harness.worker",
+            "--env",
+            self.env,
+            "--threads",
+            str(self.threads),
+            "--latency-budget",
+            str(self.latency_budget_s),
+        ]
+        for d in self.cases_dirs:
+            cmd += ["--cases-dir", str(d)]
+        if self.memory_limit_mb:
+            cmd += ["--memory-limit-mb", str(self.memory_limit_mb)]
+        if not self.latency:
+            cmd.append("--no-latency")
+        if not self.memory:
+            cmd.append("--no-memory")
+        return cmd
+
+
+class Worker:
+    def __init__(self, config: WorkerConfig) -> None:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
+        env.setdefault("OMP_NUM_THREADS", str(config.threads))
+        self._log = open(config.log_path, "ab") if config.log_path else subprocess.DEVNULL
+        self.proc = subprocess.Popen(
+            config.command(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            env=env,
+            start_new_session=True,
+        )
+        self.cell: Optional[CellSpec] = None
+        self.started = 0.0
+        self.ready = False
+        self._buffer = b""
+
+    def fileno(self) -> int:
+        return self.proc.stdout.fileno()
+
+    def send(self, cell: CellSpec) -> None:
+        self.cell = cell
+        self.started = time.monotonic()
+        line = json.dumps({"cell_id": cell.cell_id, "cell": cell.to_dict()}) + "\n"
+        self.proc.stdin.write(line.encode())
+        self.proc.stdin.flush()
+
+    def read_lines(self) -> Optional[List[Dict[str, Any]]]:
+        """Complete messages now available; None once the worker has closed its end (it died)."""
+        chunk = os.read(self.fileno(), 1 << 20)
+        if not chunk:
+            return None
+        self._buffer += chunk
+        *lines, self._buffer = self._buffer.split(b"\n")
+        return [json.loads(line) for line in lines if line.strip()]
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait()
+        self.close()
+
+    def close(self) -> None:
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                stream.close()
+            except (OSError, BrokenPipeError):
+                pass
+        if self._log is not subprocess.DEVNULL:
+            self._log.close()
+
+    def death(self) -> str:
+        code = self.proc.wait()
+        if code < 0:
+            try:
+                return f"worker killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"worker killed by signal {-code}"
+        return f"worker exited with code {code}"
+
+
+@dataclass
+class Outcome:
+    cell: CellSpec
+    body: Dict[str, Any]
+    started_at: str
+    wall_s: float
+
+
+@dataclass
+class WorkerPool:
+    """`size` workers; a worker that dies or overruns is replaced and its cell gets its verdict."""
+
+    config: WorkerConfig
+    size: int = 1
+    workers: List[Worker] = field(default_factory=list)
+
+    def run(
+        self,
+        cells: Iterable[CellSpec],
+        on_outcome: Callable[[Outcome], None],
+        on_start: Callable[[CellSpec], None] = lambda c: None,
+    ) -> None:
+        queue = list(cells)
+        queue.reverse()
+        self.workers = [Worker(self.config) for _ in range(min(self.size, len(queue)))]
+        try:
+            while queue or any(w.cell for w in self.workers):
+                for w in self.workers:
+                    if w.ready and w.cell is None and queue:
+                        cell = queue.pop()
+                        on_start(cell)
+                        w.send(cell)
+                self._wait(on_outcome)
+        finally:
+            for w in self.workers:
+                w.kill()
+
+    def _wait(self, on_outcome: Callable[[Outcome], None]) -> None:
+        now = time.monotonic()
+        busy = [w for w in self.workers if w.cell]
+        timeout = min([w.started + self.config.timeout_s - now for w in busy] + [1.0])
+        readable, _, _ = select.select(self.workers, [], [], max(0.0, timeout))
+        for w in readable:
+            messages = w.read_lines()
+            if messages is None:
+                self._replace(w, on_outcome, "crashed", w.death())
+                continue
+            for msg in messages:
+                if msg.get("ready"):
+                    w.ready = True
+                elif w.cell is not None and msg.get("cell_id") == w.cell.cell_id:
+                    on_outcome(self._outcome(w, msg["body"]))
+                    w.cell = None
+        now = time.monotonic()
+        for w in list(self.workers):
+            if w.cell and now - w.started > self.config.timeout_s:
+                w.kill()
+                self._replace(w, on_outcome, "timeout", f"the cell ran past the {self.config.timeout_s:g} s limit")
+
+    def _outcome(self, w: Worker, body: Dict[str, Any]) -> Outcome:
+        started = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(
+            seconds=time.monotonic() - w.started
+        )
+        return Outcome(w.cell, body, started.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), time.monotonic() - w.started)
+
+    def _replace(self, w: Worker, on_outcome: Callable[[Outcome], None], verdict: str, reason: str) -> None:
+        if w.cell is None and not w.ready:
+            w.kill()
+            raise RuntimeError(f"a worker could not start ({w.death()}); see the worker log {self.config.log_path}")
+        if w.cell is not None:
+            on_outcome(self._outcome(w, {"verdict": verdict, "reason": reason, "stages": []}))
+        w.kill()
+        self.workers[self.workers.index(w)] = Worker(self.config)
+
+
+def make_record(
+    cell: CellSpec,
+    body: Dict[str, Any],
+    env: EnvInfo,
+    portability: str,
+    tags: Sequence[str],
+    run_id: str,
+    started_at: str,
+    wall_s: float,
+) -> Dict[str, Any]:
+    record: Dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "harness_version": __version__,
+        "run_id": run_id,
+        "cell_id": cell.cell_id,
+        "fingerprint": env.fingerprint(),
+        "fingerprint_hash": env.fingerprint_hash(),
+        "portability": portability,
+        "tags": list(tags),
+        "actual_opset": None,
+        "parity": None,
+        "latency": None,
+        "memory": None,
+        "export": None,
+        "started_at": started_at,
+        "finished_at": now_iso(),
+        "wall_s": round(wall_s, 4),
+    }
+    record.update(cell.to_dict())
+    record.update(body)
+    return record

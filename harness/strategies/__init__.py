@@ -1,0 +1,87 @@
+"""Strategies: ways to make a family's operator exportable, each declaring what it supports."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, ContextManager, Dict, List, Optional
+
+from harness.errors import UserError
+
+STANDARD = "standard"
+ORT_CONTRIB = "ort_contrib"
+CUSTOM_DOMAIN = "custom_domain"
+PORTABILITY_LABELS = {
+    STANDARD: "standard ONNX ops",
+    ORT_CONTRIB: "onnxruntime contrib op (runs only in onnxruntime)",
+    CUSTOM_DOMAIN: "custom domain (needs a runtime kernel of your own)",
+}
+
+
+class Strategy:
+    """One way to run and export a family's operator.
+
+    A strategy never knows about the runner: it offers the operator, a context to enter while the model
+    runs and exports, and says which combinations it cannot handle (a one-line reason) before any work.
+    """
+
+    family = ""
+    name = ""
+    portability = STANDARD
+    summary = ""
+    reference = False  # the family's eager ground truth
+
+    def unavailable(self, env: Any) -> Optional[str]:
+        """Why this strategy cannot run in this environment at all, or None."""
+        return None
+
+    def unsupported(self, params: Dict[str, Any], cell: Any, env: Any) -> Optional[str]:
+        """Why this strategy cannot handle this cell (params, opset, exporter, device, dtype), or None."""
+        return None
+
+    def op(self) -> Callable[..., Any]:
+        raise NotImplementedError
+
+    def context(self, cell: Any) -> ContextManager[Any]:
+        return contextlib.nullcontext()
+
+    def describe(self) -> Dict[str, str]:
+        return {"name": self.name, "family": self.family, "portability": self.portability, "summary": self.summary}
+
+
+_STRATEGIES: Dict[str, Dict[str, Strategy]] = {}
+
+
+def register_strategy(cls: type) -> type:
+    inst = cls()
+    _STRATEGIES.setdefault(inst.family, {})[inst.name] = inst
+    return cls
+
+
+def _load_builtin() -> None:
+    from harness.strategies import grid_sample  # noqa: F401
+
+
+def strategies_for(family: str) -> List[Strategy]:
+    _load_builtin()
+    return list(_STRATEGIES.get(family, {}).values())
+
+
+def get_strategy(family: str, name: str) -> Strategy:
+    _load_builtin()
+    try:
+        return _STRATEGIES[family][name]
+    except KeyError:
+        known = ", ".join(sorted(_STRATEGIES.get(family, {}))) or "none"
+        raise UserError(f"unknown strategy {name!r} for family {family!r}; known: {known}") from None
+
+
+def reference_strategy(family: str) -> Strategy:
+    for strategy in strategies_for(family):
+        if strategy.reference:
+            return strategy
+    raise UserError(f"family {family!r} has no reference strategy; register one with reference = True")
+
+
+def families() -> List[str]:
+    _load_builtin()
+    return sorted(_STRATEGIES)

@@ -1,0 +1,209 @@
+"""grid_sample strategies: native, custom (our exact rewrite), naive, mmcv and contrib."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any, Callable, ContextManager, Dict, Iterator, Optional
+
+from harness.fingerprint import _dist_version, parse_version
+from harness.strategies import ORT_CONTRIB, STANDARD, Strategy, register_strategy
+
+FAMILY = "grid_sample"
+MODES = ("bilinear", "nearest", "bicubic")
+PADDINGS = ("zeros", "border", "reflection")
+
+
+def _mode(params: Dict[str, Any]) -> str:
+    return params.get("mode", "bilinear")
+
+
+def _padding(params: Dict[str, Any]) -> str:
+    return params.get("padding_mode", "zeros")
+
+
+def _rank(params: Dict[str, Any]) -> int:
+    return int(params.get("rank", 4))
+
+
+@register_strategy
+class Native(Strategy):
+    family = FAMILY
+    name = "native"
+    portability = STANDARD
+    summary = "torch.nn.functional.grid_sample as is; torch's own symbolic (ONNX GridSample, opset 16+)"
+    reference = True
+
+    def op(self) -> Callable[..., Any]:
+        from harness.ops import NATIVE_GRID_SAMPLE
+
+        return NATIVE_GRID_SAMPLE
+
+    def unsupported(self, params: Dict[str, Any], cell: Any, env: Any) -> Optional[str]:
+        if _rank(params) == 5 and _mode(params) == "bicubic":
+            return "PyTorch's grid_sample has no bicubic mode for 5-D input"
+        return None
+
+
+@register_strategy
+class Custom(Strategy):
+    family = FAMILY
+    name = "custom"
+    portability = STANDARD
+    summary = "harness.ops.grid_sample: our exact rewrite in standard tensor ops (Gather, Where, arithmetic)"
+
+    def op(self) -> Callable[..., Any]:
+        from harness.ops import grid_sample
+
+        return grid_sample
+
+    def unsupported(self, params: Dict[str, Any], cell: Any, env: Any) -> Optional[str]:
+        if _rank(params) == 5 and _mode(params) == "bicubic":
+            return "bicubic is defined for 4-D input only (as in PyTorch)"
+        return None
+
+
+@register_strategy
+class Naive(Strategy):
+    family = FAMILY
+    name = "naive"
+    portability = STANDARD
+    summary = "the clamped-index bilinear rewrite as commonly published: exact inside, border padding at the edges"
+
+    def op(self) -> Callable[..., Any]:
+        from harness.ops import naive_grid_sample
+
+        return naive_grid_sample
+
+    def unsupported(self, params: Dict[str, Any], cell: Any, env: Any) -> Optional[str]:
+        if _mode(params) != "bilinear" or _rank(params) != 4:
+            return "the naive rewrite covers bilinear 4-D only"
+        return None
+
+
+@register_strategy
+class Mmcv(Strategy):
+    family = FAMILY
+    name = "mmcv"
+    portability = STANDARD
+    summary = "mmcv.ops.point_sample.bilinear_grid_sample (pads the input, four gathers)"
+
+    def unavailable(self, env: Any) -> Optional[str]:
+        blocked = os.environ.get("HARNESS_MMCV_UNAVAILABLE")
+        if blocked:
+            return blocked
+        try:
+            from mmcv.ops.point_sample import bilinear_grid_sample  # noqa: F401
+        except Exception as exc:  # ImportError, or the compiled extension failing to load
+            return f"mmcv's bilinear_grid_sample does not import here: {type(exc).__name__}: {exc}"[:300]
+        return None
+
+    def op(self) -> Callable[..., Any]:
+        from mmcv.ops.point_sample import bilinear_grid_sample
+
+        def mmcv_grid_sample(
+            input: Any,
+            grid: Any,
+            mode: str = "bilinear",
+            padding_mode: str = "zeros",
+            align_corners: Optional[bool] = None,
+        ) -> Any:
+            if mode != "bilinear" or padding_mode != "zeros" or input.dim() != 4:
+                raise ValueError(
+                    f"mmcv's bilinear_grid_sample supports bilinear/zeros 4-D only, not "
+                    f"{mode}/{padding_mode} {input.dim()}-D"
+                )
+            return bilinear_grid_sample(input, grid, align_corners=bool(align_corners))
+
+        return mmcv_grid_sample
+
+    def unsupported(self, params: Dict[str, Any], cell: Any, env: Any) -> Optional[str]:
+        if _mode(params) != "bilinear" or _padding(params) != "zeros" or _rank(params) != 4:
+            return "mmcv's bilinear_grid_sample supports bilinear mode, zeros padding and 4-D input only"
+        return None
+
+
+@register_strategy
+class Contrib(Strategy):
+    family = FAMILY
+    name = "contrib"
+    portability = ORT_CONTRIB
+    summary = (
+        "a custom symbolic mapping aten::grid_sampler to com.microsoft::GridSample on every torch "
+        "version (it overrides torch's own opset-16 symbolic); runs only in onnxruntime >= 1.9"
+    )
+
+    def unavailable(self, env: Any) -> Optional[str]:
+        ort = env.onnxruntime if env is not None else _dist_version("onnxruntime", "onnxruntime-gpu")
+        if ort is None:
+            return "onnxruntime is not installed"
+        if parse_version(ort) < (1, 9):
+            return f"com.microsoft::GridSample needs onnxruntime >= 1.9; this environment has {ort}"
+        return None
+
+    def op(self) -> Callable[..., Any]:
+        from harness.ops import NATIVE_GRID_SAMPLE
+
+        return NATIVE_GRID_SAMPLE
+
+    def unsupported(self, params: Dict[str, Any], cell: Any, env: Any) -> Optional[str]:
+        if cell is not None and cell.exporter != "torchscript":
+            return "custom symbolics apply to the TorchScript exporter only"
+        if _rank(params) != 4:
+            return "the contrib symbolic emits 4-D com.microsoft::GridSample only"
+        return None
+
+    def context(self, cell: Any) -> ContextManager[Any]:
+        return _contrib_symbolic()
+
+
+def _contrib_grid_sampler(g: Any, input: Any, grid: Any, mode: Any, padding_mode: Any, align_corners: Any) -> Any:
+    from torch.onnx import symbolic_helper
+
+    mode_i = symbolic_helper._get_const(mode, "i", "mode")
+    padding_i = symbolic_helper._get_const(padding_mode, "i", "padding_mode")
+    align_b = symbolic_helper._get_const(align_corners, "b", "align_corners")
+    return g.op(
+        "com.microsoft::GridSample",
+        input,
+        grid,
+        mode_s=MODES[mode_i],
+        padding_mode_s=PADDINGS[padding_i],
+        align_corners_i=int(align_b),
+    )
+
+
+_CONTRIB_FROM_OPSET = 7
+
+
+@contextlib.contextmanager
+def _contrib_symbolic() -> Iterator[None]:
+    """Register the symbolic for this export only, so no other cell sees it."""
+    import torch
+
+    try:  # torch < 1.13 keeps custom and built-in symbolics in one table: save what we shadow
+        from torch.onnx import symbolic_registry
+    except ImportError:
+        symbolic_registry = None
+    saved = {}
+    if symbolic_registry is not None:
+        from harness.fingerprint import _max_opset
+
+        for version in range(_CONTRIB_FROM_OPSET, _max_opset(torch) + 1):
+            if not symbolic_registry.is_registered_version("", version):
+                symbolic_registry.register_version("", version)
+        saved = {key: ops.get("grid_sampler") for key, ops in symbolic_registry._registry.items() if key[0] == ""}
+    torch.onnx.register_custom_op_symbolic("::grid_sampler", _contrib_grid_sampler, _CONTRIB_FROM_OPSET)
+    try:
+        yield
+    finally:
+        if symbolic_registry is None:
+            torch.onnx.unregister_custom_op_symbolic("::grid_sampler", _CONTRIB_FROM_OPSET)
+        else:
+            for key, ops in symbolic_registry._registry.items():
+                if key[0] != "" or ops.get("grid_sampler") is not _contrib_grid_sampler:
+                    continue
+                if saved.get(key) is None:
+                    del ops["grid_sampler"]
+                else:
+                    ops["grid_sampler"] = saved[key]

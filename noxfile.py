@@ -1,0 +1,91 @@
+"""The front doors: `nox -s matrix` (CPU), `nox -s bench-gpu` (CUDA), `nox -s report`, `nox -s tests`, `nox -s lint`.
+
+Each environment under environments/ gets its own virtualenv, built once per set of pins in the cache
+folder ($ONNX_COMPAT_CACHE, default ~/.cache/onnx-compat-matrix) and linked as .nox/<env>.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+
+from harness.environments import load_environment, load_environments  # noqa: E402
+from harness.errors import UserError  # noqa: E402
+from harness.provision import Provisioner, link_into_repo  # noqa: E402
+
+nox.options.sessions = ["matrix", "report"]
+nox.options.default_venv_backend = "none"
+
+CPU_ENVS = [e.name for e in load_environments(ROOT / "environments")]
+REPORT_PINS = ["jinja2==3.1.6", "pandas==3.1.1", "matplotlib==3.11.2", "numpy==2.4.6"]
+TEST_PINS = REPORT_PINS + [
+    "pytest==9.2.0",
+    "hypothesis==6.170.17",
+    "playwright==1.65.2",
+    "ruff==0.17.6",
+    "nox==2026.10.20",
+]
+
+
+def _environment(name: str):
+    path = ROOT / "environments" / f"{name}.toml"
+    if not path.exists():
+        raise UserError(f"no environment {name!r}; the files under environments/ define: {', '.join(CPU_ENVS)}")
+    return load_environment(path)
+
+
+def _provision(session: nox.Session, name: str, extra=()) -> tuple:
+    try:
+        env = _environment(name)
+        prov = Provisioner(env, log=session.log, extra=extra)
+        venv = prov.venv()
+    except UserError as exc:
+        session.error(str(exc))
+    link_into_repo(venv, ROOT, name)
+    run_env = {"PYTHONPATH": str(ROOT), "HARNESS_ENV": env.name, "PYTHONUNBUFFERED": "1"}
+    reason = prov.mmcv_unavailable_reason(venv) if env.mmcv else "this environment installs no mmcv"
+    if reason:
+        run_env["HARNESS_MMCV_UNAVAILABLE"] = reason
+    return venv, run_env
+
+
+@nox.session(python=False)
+@nox.parametrize("env", CPU_ENVS)
+def matrix(session: nox.Session, env: str) -> None:
+    """Run the CPU matrix in one environment (all by default); arguments after -- go to `harness run`."""
+    venv, run_env = _provision(session, env)
+    session.run(
+        str(venv / "bin" / "python"), "-m", "harness", "run", "--env", env, *session.posargs, env=run_env, external=True
+    )
+    session.notify("report")
+
+
+@nox.session(python=False)
+def report(session: nox.Session) -> None:
+    """Merge every results file under results/ (or the paths given after --) into reports/index.html."""
+    venv, run_env = _provision(session, "torch2", extra=REPORT_PINS)
+    args = session.posargs or ["--results", str(ROOT / "results"), "--out", str(ROOT / "reports" / "index.html")]
+    session.run(str(venv / "bin" / "python"), "-m", "harness", "report", *args, env=run_env, external=True)
+
+
+@nox.session(python=False)
+def tests(session: nox.Session) -> None:
+    """The test suite, in the torch2 environment (real torch, onnxruntime, mmcv); arguments go to pytest."""
+    venv, run_env = _provision(session, "torch2", extra=TEST_PINS)
+    run_env["PATH"] = str(venv / "bin") + os.pathsep + os.environ.get("PATH", "")
+    session.run(str(venv / "bin" / "python"), "-m", "pytest", *(session.posargs or ["-q"]), env=run_env, external=True)
+
+
+@nox.session(python=False)
+def lint(session: nox.Session) -> None:
+    """ruff check and ruff format --check over the project."""
+    venv, run_env = _provision(session, "torch2", extra=TEST_PINS)
+    ruff = str(venv / "bin" / "ruff")
+    session.run(ruff, "check", ".", external=True)
+    session.run(ruff, "format", "--check", ".", external=True)
