@@ -107,7 +107,7 @@ def run_command(args: Any) -> int:
         )
 
     writer = ResultsWriter(out)
-    progress = Progress(len(todo), env.name, quiet=args.quiet)
+    progress = Progress(len(todo), env.name, quiet=args.quiet, resumed=skipped)
     dynamo_reason = dynamo_available()
     harness_errors = 0
 

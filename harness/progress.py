@@ -9,8 +9,11 @@ from typing import Any, Dict, Optional, TextIO
 
 
 class Progress:
-    def __init__(self, total: int, env: str, quiet: bool = False, stream: Optional[TextIO] = None) -> None:
+    def __init__(
+        self, total: int, env: str, quiet: bool = False, stream: Optional[TextIO] = None, resumed: int = 0
+    ) -> None:
         self.total = total
+        self.resumed = resumed
         self.env = env
         self.quiet = quiet
         self.stream = stream or sys.stderr
@@ -60,7 +63,8 @@ class Progress:
         passes = self.verdicts.get("pass", 0)
         failures = ", ".join(f"{k} {v}" for k, v in sorted(self.verdicts.items()) if k != "pass") or "none"
         wall = time.monotonic() - self.start
-        return f"{self.env}: {self.done} cells, {passes} pass; others: {failures}; wall {_duration(wall)}"
+        resumed = f" ({self.resumed} already done, skipped)" if self.resumed else ""
+        return f"{self.env}: {self.done} cells{resumed}, {passes} pass; others: {failures}; wall {_duration(wall)}"
 
     def close(self) -> None:
         if self.tty and not self.quiet:
