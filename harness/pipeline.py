@@ -116,6 +116,7 @@ def _run_stages(
         inputs32 = _inputs(case, params, case.shapes[0], cell.seed)
         ref_model = case.model(params, reference.op()).eval()
         model = case.model(params, strategy.op()).eval().to(device=cell.device, dtype=dtype)
+        model = strategy.wrap(model, cell)
         inputs = _convert(inputs32, cell.device, dtype)
 
     with run.stage("eager", "run_failed") as entry:
@@ -163,8 +164,18 @@ def _run_stages(
     with run.stage("parity", "mismatch") as entry:
         result = parity_mod.compare(ort_out, expected, atol, rtol)
         results.append(result)
-        if not result["ok"]:
-            run.mark_failed(entry, "mismatch", parity_mod.describe_mismatch(result, "onnxruntime vs reference"))
+        failures = [] if result["ok"] else [parity_mod.describe_mismatch(result, "onnxruntime vs reference")]
+        for variant in range(1, case.variants + 1):
+            shape = dict(case.shapes[0], variant=variant)
+            inputs32_v = _inputs(case, params, shape, cell.seed)
+            expected_v = _eager(ref_model, reference, cell, inputs32_v)
+            out_v = session.run(None, _feed(names, _convert(inputs32_v, cell.device, dtype)))
+            result_v = parity_mod.compare(out_v, expected_v, atol, rtol)
+            results.append(result_v)
+            if not result_v["ok"]:
+                failures.append(parity_mod.describe_mismatch(result_v, f"input variant {variant}"))
+        if failures:
+            run.mark_failed(entry, "mismatch", "; ".join(failures))
 
     if dynamic:
         _dynamic_stage(run, cell, case, reference, ref_model, session, names, results, atol, rtol)

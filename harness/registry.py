@@ -21,7 +21,9 @@ class Case:
     `model(params, op)` returns an nn.Module; `op` is the family's operator as the strategy under test
     provides it (a model that calls the torch function directly is covered by `harness.ops.patched`).
     `inputs(params, shape, generator)` returns a tuple of float32 CPU tensors for one entry of `shapes`;
-    the first shape is the export shape, the others check a dynamic export.
+    the first shape is the export shape, the others check a dynamic export. `variants` more input sets
+    at the export shape (`shape["variant"]` = 1..variants) check every cell, for instance the other side
+    of a data-dependent branch that tracing froze.
     """
 
     name: str
@@ -30,6 +32,7 @@ class Case:
     inputs: Callable[..., Tuple[Any, ...]]
     params: Tuple[Dict[str, Any], ...] = ({},)
     shapes: Tuple[Dict[str, int], ...] = ({},)
+    variants: int = 0
     input_names: Tuple[str, ...] = ()
     output_names: Tuple[str, ...] = ("output",)
     dynamic_axes: Optional[Dict[str, Dict[int, str]]] = None
@@ -52,6 +55,7 @@ def register_case(
     inputs: Callable[..., Tuple[Any, ...]],
     params: Sequence[Dict[str, Any]] = ({},),
     shapes: Sequence[Dict[str, int]] = ({},),
+    variants: int = 0,
     input_names: Sequence[str] = (),
     output_names: Sequence[str] = ("output",),
     dynamic_axes: Optional[Dict[str, Dict[int, str]]] = None,
@@ -80,6 +84,7 @@ def register_case(
             inputs=inputs,
             params=tuple(dict(p) for p in params),
             shapes=tuple(dict(s) for s in shapes),
+            variants=int(variants),
             input_names=tuple(input_names),
             output_names=tuple(output_names),
             dynamic_axes=dynamic_axes,

@@ -44,6 +44,10 @@ class Strategy:
     def context(self, cell: Any) -> ContextManager[Any]:
         return contextlib.nullcontext()
 
+    def wrap(self, model: Any, cell: Any) -> Any:
+        """The module as this strategy runs and exports it (torch.jit.script, say); the model by default."""
+        return model
+
     def describe(self) -> Dict[str, str]:
         return {"name": self.name, "family": self.family, "portability": self.portability, "summary": self.summary}
 
@@ -58,7 +62,12 @@ def register_strategy(cls: type) -> type:
 
 
 def _load_builtin() -> None:
-    from harness.strategies import grid_sample  # noqa: F401
+    """Import every module of this package once: each family's strategies live in their own module."""
+    import importlib
+    import pkgutil
+
+    for info in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{info.name}")
 
 
 def strategies_for(family: str) -> List[Strategy]:
