@@ -9,7 +9,7 @@ import contextlib
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from harness import parity as parity_mod
 from harness.export import check_model, describe_model, export_onnx
@@ -271,11 +271,13 @@ def _latency(
     feed = _feed(names, inputs)
 
     def eager() -> Any:
-        with torch.no_grad(), strategy.context(cell):
+        with torch.no_grad():
             return model(*inputs)
 
+    with strategy.context(cell):
+        eager_timing = time_callable(eager, threads=opts.threads, budget_s=opts.latency_budget_s, sync=sync)
     return {
-        "eager": time_callable(eager, threads=opts.threads, budget_s=opts.latency_budget_s, sync=sync).to_record(),
+        "eager": eager_timing.to_record(),
         "ort": time_callable(
             lambda: session.run(None, feed), threads=opts.threads, budget_s=opts.latency_budget_s
         ).to_record(),
@@ -290,13 +292,15 @@ def _memory(
     feed = _feed(names, inputs)
 
     def eager() -> Any:
-        with torch.no_grad(), strategy.context(cell):
+        with torch.no_grad():
             return model(*inputs)
 
-    measure: Callable[[Callable[[], Any]], Dict[str, Any]] = peak_rss_of
-    if cell.device == "cuda":
-        return {"eager": peak_cuda_of(eager, torch), "ort": peak_rss_of(lambda: session.run(None, feed))}
-    return {"eager": measure(eager), "ort": measure(lambda: session.run(None, feed))}
+    with strategy.context(cell):
+        if cell.device == "cuda":
+            eager_peak = peak_cuda_of(eager, torch)
+        else:
+            eager_peak = peak_rss_of(eager)
+    return {"eager": eager_peak, "ort": peak_rss_of(lambda: session.run(None, feed))}
 
 
 def _public(result: Dict[str, Any]) -> Dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from typing import Any, Iterator, List, Tuple
+from typing import Any, Dict, Iterator, List, Set, Tuple
 
 import torch.nn.functional as F
 
@@ -30,28 +30,42 @@ def patched(strategy: str = "custom", family: str = "grid_sample") -> Iterator[N
     reason = chosen.unavailable(None)
     if reason:
         raise RuntimeError(f"strategy {strategy!r} cannot run here: {reason}")
-    replacement = chosen.op()
-    swapped = _swap(NATIVE_GRID_SAMPLE, replacement)
+    with chosen.context(None):
+        yield
+
+
+@contextlib.contextmanager
+def routed(original: Any, replacement: Any) -> Iterator[None]:
+    """Replace `original` by `replacement` wherever a loaded module holds it by name, then restore."""
+    swapped = _swap(original, replacement)
     try:
-        with chosen.context(None):
-            yield
+        yield
     finally:
         for module, name in swapped:
-            setattr(module, name, NATIVE_GRID_SAMPLE)
+            setattr(module, name, original)
+
+
+_FOUND: Dict[int, List[Tuple[Any, str]]] = {}
+_SCANNED: Dict[int, Set[str]] = {}
 
 
 def _swap(original: Any, replacement: Any) -> List[Tuple[Any, str]]:
-    swapped = []
+    """Scan each loaded module once per function (modules imported later are scanned when first seen)."""
     if replacement is original:
-        return swapped
-    for module in list(sys.modules.values()):
-        if module is None or module.__name__.startswith("harness."):
+        return []
+    found = _FOUND.setdefault(id(original), [])
+    scanned = _SCANNED.setdefault(id(original), set())
+    for mod_name, module in list(sys.modules.items()):
+        if mod_name in scanned:
             continue
+        scanned.add(mod_name)
         namespace = getattr(module, "__dict__", None)
-        if not isinstance(namespace, dict):
+        if not isinstance(namespace, dict) or mod_name.startswith("harness."):
             continue
-        for name, value in list(namespace.items()):
-            if value is original:
-                setattr(module, name, replacement)
-                swapped.append((module, name))
+        found.extend((module, name) for name, value in list(namespace.items()) if value is original)
+    swapped = []
+    for module, name in found:
+        if getattr(module, name, None) is original:
+            setattr(module, name, replacement)
+            swapped.append((module, name))
     return swapped

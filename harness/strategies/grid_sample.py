@@ -26,8 +26,25 @@ def _rank(params: Dict[str, Any]) -> int:
     return int(params.get("rank", 4))
 
 
+class GridSampleStrategy(Strategy):
+    """Within its context, a model calling F.grid_sample itself (unmodified code) runs through op()."""
+
+    family = FAMILY
+
+    def context(self, cell: Any) -> ContextManager[Any]:
+        from harness.ops import NATIVE_GRID_SAMPLE, routed
+
+        stack = contextlib.ExitStack()
+        stack.enter_context(routed(NATIVE_GRID_SAMPLE, self.op()))
+        stack.enter_context(self.export_context())
+        return stack
+
+    def export_context(self) -> ContextManager[Any]:
+        return contextlib.nullcontext()
+
+
 @register_strategy
-class Native(Strategy):
+class Native(GridSampleStrategy):
     family = FAMILY
     name = "native"
     portability = STANDARD
@@ -46,7 +63,7 @@ class Native(Strategy):
 
 
 @register_strategy
-class Custom(Strategy):
+class Custom(GridSampleStrategy):
     family = FAMILY
     name = "custom"
     portability = STANDARD
@@ -64,7 +81,7 @@ class Custom(Strategy):
 
 
 @register_strategy
-class Naive(Strategy):
+class Naive(GridSampleStrategy):
     family = FAMILY
     name = "naive"
     portability = STANDARD
@@ -82,7 +99,7 @@ class Naive(Strategy):
 
 
 @register_strategy
-class Mmcv(Strategy):
+class Mmcv(GridSampleStrategy):
     family = FAMILY
     name = "mmcv"
     portability = STANDARD
@@ -124,7 +141,7 @@ class Mmcv(Strategy):
 
 
 @register_strategy
-class Contrib(Strategy):
+class Contrib(GridSampleStrategy):
     family = FAMILY
     name = "contrib"
     portability = ORT_CONTRIB
@@ -153,7 +170,7 @@ class Contrib(Strategy):
             return "the contrib symbolic emits 4-D com.microsoft::GridSample only"
         return None
 
-    def context(self, cell: Any) -> ContextManager[Any]:
+    def export_context(self) -> ContextManager[Any]:
         return _contrib_symbolic()
 
 
