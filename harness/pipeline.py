@@ -15,6 +15,7 @@ from harness import parity as parity_mod
 from harness.export import check_model, describe_model, export_onnx
 from harness.fingerprint import EnvInfo
 from harness.measure import peak_cuda_of, peak_rss_of, time_callable
+from harness.ortsession import OrtSession
 from harness.registry import Case
 from harness.spec import CellSpec
 from harness.strategies import Strategy
@@ -26,6 +27,7 @@ class Options:
     latency: bool = True
     memory: bool = True
     latency_budget_s: float = 0.2
+    tensorrt: bool = False
 
 
 class StageFailed(Exception):
@@ -154,11 +156,13 @@ def _run_stages(
         check_model(blob)
 
     with run.stage("load", "load_failed"):
-        session = _ort_session(blob, cell, opts)
-        names = [i.name for i in session.get_inputs()]
+        session = OrtSession(blob, cell.device, opts.threads, tensorrt=opts.tensorrt)
+        run.extra["ort_providers"] = session.providers
 
     with run.stage("run", "run_failed"):
-        ort_out = session.run(None, _feed(names, inputs))
+        ort_out = session.run(inputs)
+        if cell.device == "cuda":
+            run.extra["ort_placement"] = session.placement(inputs)
 
     results = []
     with run.stage("parity", "mismatch") as entry:
@@ -169,7 +173,7 @@ def _run_stages(
             shape = dict(case.shapes[0], variant=variant)
             inputs32_v = _inputs(case, params, shape, cell.seed)
             expected_v = _eager(ref_model, reference, cell, inputs32_v)
-            out_v = session.run(None, _feed(names, _convert(inputs32_v, cell.device, dtype)))
+            out_v = session.run(_convert(inputs32_v, cell.device, dtype))
             result_v = parity_mod.compare(out_v, expected_v, atol, rtol)
             results.append(result_v)
             if not result_v["ok"]:
@@ -178,15 +182,15 @@ def _run_stages(
             run.mark_failed(entry, "mismatch", "; ".join(failures))
 
     if dynamic:
-        _dynamic_stage(run, cell, case, reference, ref_model, session, names, results, atol, rtol)
+        _dynamic_stage(run, cell, case, reference, ref_model, session, results, atol, rtol)
     run.extra["parity"] = _public(parity_mod.merge(results))
 
     if opts.latency:
         with run.stage("latency", "harness_error", fatal=False):
-            run.extra["latency"] = _latency(model, strategy, cell, inputs, session, names, opts)
+            run.extra["latency"] = _latency(model, strategy, cell, inputs, session, opts)
     if opts.memory:
         with run.stage("memory", "harness_error", fatal=False):
-            run.extra["memory"] = _memory(model, strategy, cell, inputs, session, names)
+            run.extra["memory"] = _memory(model, strategy, cell, inputs, session)
 
 
 def _dynamic_stage(
@@ -195,8 +199,7 @@ def _dynamic_stage(
     case: Case,
     reference: Strategy,
     ref_model: Any,
-    session: Any,
-    names: List[str],
+    session: OrtSession,
     results: List[Dict[str, Any]],
     atol: float,
     rtol: float,
@@ -209,7 +212,7 @@ def _dynamic_stage(
             inputs32 = _inputs(case, cell.params, shape, cell.seed + 1)
             expected = _eager(ref_model, reference, cell, inputs32)
             inputs = _convert(inputs32, cell.device, getattr(torch, cell.dtype))
-            out = session.run(None, _feed(names, inputs))
+            out = session.run(inputs)
             result = parity_mod.compare(out, expected, atol, rtol)
             results.append(result)
             if not result["ok"]:
@@ -245,30 +248,12 @@ def _input_names(case: Case, inputs: tuple) -> List[str]:
     return [f"input{i}" for i in range(len(inputs))]
 
 
-def _feed(names: List[str], inputs: tuple) -> Dict[str, Any]:
-    return {name: t.detach().cpu().numpy() for name, t in zip(names, inputs)}
-
-
-def _ort_session(blob: bytes, cell: CellSpec, opts: Options) -> Any:
-    import onnxruntime as ort
-
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = opts.threads
-    so.inter_op_num_threads = 1
-    so.log_severity_level = 3
-    providers = ["CPUExecutionProvider"]
-    if cell.device == "cuda":
-        providers = ["CUDAExecutionProvider", "CPUExecutionProvider"]
-    return ort.InferenceSession(blob, sess_options=so, providers=providers)
-
-
 def _latency(
-    model: Any, strategy: Strategy, cell: CellSpec, inputs: tuple, session: Any, names: List[str], opts: Options
+    model: Any, strategy: Strategy, cell: CellSpec, inputs: tuple, session: OrtSession, opts: Options
 ) -> Dict[str, Any]:
     import torch
 
     sync = torch.cuda.synchronize if cell.device == "cuda" else None
-    feed = _feed(names, inputs)
 
     def eager() -> Any:
         with torch.no_grad():
@@ -276,31 +261,33 @@ def _latency(
 
     with strategy.context(cell):
         eager_timing = time_callable(eager, threads=opts.threads, budget_s=opts.latency_budget_s, sync=sync)
-    return {
-        "eager": eager_timing.to_record(),
-        "ort": time_callable(
-            lambda: session.run(None, feed), threads=opts.threads, budget_s=opts.latency_budget_s
-        ).to_record(),
-    }
+    ort_timing = time_callable(session.timed_call(inputs), threads=opts.threads, budget_s=opts.latency_budget_s)
+    return {"eager": eager_timing.to_record(), "ort": ort_timing.to_record()}
 
 
-def _memory(
-    model: Any, strategy: Strategy, cell: CellSpec, inputs: tuple, session: Any, names: List[str]
-) -> Dict[str, Any]:
+def _memory(model: Any, strategy: Strategy, cell: CellSpec, inputs: tuple, session: OrtSession) -> Dict[str, Any]:
     import torch
-
-    feed = _feed(names, inputs)
 
     def eager() -> Any:
         with torch.no_grad():
             return model(*inputs)
 
     with strategy.context(cell):
-        if cell.device == "cuda":
-            eager_peak = peak_cuda_of(eager, torch)
-        else:
-            eager_peak = peak_rss_of(eager)
-    return {"eager": eager_peak, "ort": peak_rss_of(lambda: session.run(None, feed))}
+        eager_peak = peak_cuda_of(eager, torch) if cell.device == "cuda" else peak_rss_of(eager)
+    if cell.device == "cuda":
+        return {"eager": eager_peak, "ort": ort_device_memory(session, inputs, torch)}
+    return {"eager": eager_peak, "ort": peak_rss_of(session.timed_call(inputs))}
+
+
+def ort_device_memory(session: OrtSession, inputs: tuple, torch: Any) -> Dict[str, Any]:
+    """Device memory a fresh session takes for its weights, arena and one run (free-memory delta)."""
+    torch.cuda.synchronize()
+    free_before, _ = torch.cuda.mem_get_info()
+    fresh = OrtSession(session._blob, "cuda", session._options.intra_op_num_threads)
+    fresh.run(inputs)
+    free_after, _ = torch.cuda.mem_get_info()
+    del fresh
+    return {"peak_bytes": max(0, free_before - free_after), "method": "cuda-free-memory-delta"}
 
 
 def _public(result: Dict[str, Any]) -> Dict[str, Any]:
