@@ -1,0 +1,9 @@
+"""`python -m harness.report`: the same as `python -m harness report`."""
+
+from __future__ import annotations
+
+import sys
+
+from harness.report.cli import main
+
+sys.exit(main())

@@ -1,0 +1,207 @@
+"""Which strategy to use, for each environment, opset, device and family: pure functions over the cell table.
+
+A candidate is a strategy with an exporter. The combinations a user may need are every (case, params,
+shape mode, dtype) seen in the group. Candidates rank, in order, by:
+  1. pass rate over those combinations (a harness error counts neither way: it is our bug, not theirs);
+  2. portability: standard ONNX, then an onnxruntime contrib op, then a custom domain;
+  3. latency: geometric mean of the ratio to the reference (see costs.py) over the candidate's passing cells,
+     taking only the cells measured against the best reference the group has (native onnxruntime if any);
+  4. peak memory, the same way;
+then by name, so the order is stable.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import pandas as pd
+
+from harness.report.costs import best_reference_only, format_ratio, geomean, main_kind, with_ratios
+from harness.report.vocab import NOT_THE_STRATEGYS_FAULT, PORTABILITY_SHORT, portability_rank
+
+GROUP = ["env", "opset", "device", "family"]
+COMBO = ["case", "params", "shape_mode", "dtype"]
+CANDIDATE = ["strategy", "exporter"]
+
+
+@dataclass(frozen=True)
+class Failure:
+    case: str
+    params: str
+    shape_mode: str
+    dtype: str
+    verdict: str  # "missing" when the candidate has no record for a needed combination
+
+
+@dataclass(frozen=True)
+class Candidate:
+    strategy: str
+    exporter: str
+    portability: str
+    passed: int
+    needed: int
+    harness_errors: int
+    failures: Tuple[Failure, ...]
+    latency: Optional[float]  # geometric mean ratio to the reference
+    memory: Optional[float]
+    latency_s: Optional[float]  # geometric mean of onnxruntime medians over all passing cells
+    memory_bytes: Optional[float]
+
+    @property
+    def counted(self) -> int:
+        return self.needed - self.harness_errors
+
+    @property
+    def pass_rate(self) -> float:
+        return self.passed / self.counted if self.counted else 0.0
+
+    @property
+    def name(self) -> str:
+        return f"{self.strategy} ({self.exporter})"
+
+
+@dataclass(frozen=True)
+class Advice:
+    env: str
+    opset: int
+    device: str
+    family: str
+    ranked: Tuple[Candidate, ...]
+    latency_ref: str
+    memory_ref: str
+    why: str
+
+    @property
+    def pick(self) -> Optional[Candidate]:
+        return self.ranked[0] if self.ranked and self.ranked[0].passed else None
+
+    @property
+    def key(self) -> Tuple[str, int, str, str]:
+        return (self.env, self.opset, self.device, self.family)
+
+
+def _coarse(ratio: Optional[float]) -> float:
+    # Three significant digits: float noise from the geometric mean must not decide a tie.
+    return float(f"{ratio:.3g}") if ratio is not None else math.inf
+
+
+def rank_key(candidate: Candidate) -> Tuple[float, int, float, float, str, str]:
+    return (
+        -candidate.pass_rate,
+        portability_rank(candidate.portability),
+        _coarse(candidate.latency),
+        _coarse(candidate.memory),
+        candidate.strategy,
+        candidate.exporter,
+    )
+
+
+def rank(candidates: Sequence[Candidate]) -> List[Candidate]:
+    return sorted(candidates, key=rank_key)
+
+
+def _ratio_by_candidate(ratios: pd.DataFrame) -> Dict[Tuple[str, str], Optional[float]]:
+    if ratios.empty:
+        return {}
+    return {key: geomean(group["ratio"]) for key, group in ratios.groupby(CANDIDATE)}
+
+
+def candidates(group: pd.DataFrame, lat: pd.DataFrame, mem: pd.DataFrame) -> List[Candidate]:
+    """Every candidate of one group, measured against every combination the group holds."""
+    needed = sorted(set(map(tuple, group[COMBO].astype(str).values.tolist())))
+    lat_ratio, mem_ratio = _ratio_by_candidate(lat), _ratio_by_candidate(mem)
+    found = []
+    for (strategy, exporter), cells in group.groupby(CANDIDATE):
+        verdicts = {tuple(map(str, k)): v for k, v in zip(cells[COMBO].values.tolist(), cells["verdict"])}
+        failures = []
+        for combo in needed:
+            verdict = verdicts.get(combo, "missing")
+            if verdict != "pass":
+                failures.append(Failure(*combo, verdict=verdict))
+        key = (strategy, exporter)
+        passing = cells[cells["verdict"] == "pass"]
+        found.append(
+            Candidate(
+                strategy=strategy,
+                exporter=exporter,
+                portability=str(cells["portability"].iloc[0]),
+                passed=sum(1 for v in verdicts.values() if v == "pass"),
+                needed=len(needed),
+                harness_errors=sum(1 for f in failures if f.verdict in NOT_THE_STRATEGYS_FAULT),
+                failures=tuple(failures),
+                latency=lat_ratio.get(key),
+                memory=mem_ratio.get(key),
+                latency_s=geomean(passing["lat_ort"].dropna()),
+                memory_bytes=geomean(passing["mem_ort"].dropna()),
+            )
+        )
+    return found
+
+
+def _ops(c: Candidate) -> str:
+    return PORTABILITY_SHORT.get(c.portability, c.portability)
+
+
+def _passes(c: Candidate) -> str:
+    return f"{c.passed}/{c.counted}"
+
+
+def explain(ranked: Sequence[Candidate], latency_ref: str = "", memory_ref: str = "") -> str:
+    """One line saying why the first candidate is ahead of the second."""
+    if not ranked or not ranked[0].passed:
+        return "nothing passes here"
+    pick = ranked[0]
+    head = f"{pick.name} passes {_passes(pick)} combinations with {_ops(pick)} ops"
+    if pick.harness_errors:
+        head += " ({} combination{} not measured (harness error))".format(
+            pick.harness_errors, "s" if pick.harness_errors > 1 else ""
+        )
+    if len(ranked) == 1:
+        return head + "; the only candidate"
+    other = ranked[1]
+    if pick.pass_rate != other.pass_rate:
+        return f"{head}; {other.name} passes only {_passes(other)}"
+    if portability_rank(pick.portability) != portability_rank(other.portability):
+        return f"{head}; {other.name} passes as many but needs {_ops(other)} ops"
+    if _coarse(pick.latency) != _coarse(other.latency):
+        versus = f"{format_ratio(pick.latency)} vs {format_ratio(other.latency)} {latency_ref} latency"
+        return f"{head}; faster than {other.name} ({versus})"
+    if _coarse(pick.memory) != _coarse(other.memory):
+        versus = f"{format_ratio(pick.memory)} vs {format_ratio(other.memory)} {memory_ref} peak"
+        return f"{head}; less memory than {other.name} ({versus})"
+    return f"{head}; level with {other.name} on every criterion (ordered by name)"
+
+
+def advise(frame: pd.DataFrame) -> List[Advice]:
+    """The ranked candidates of every (environment, opset, device, family) in the table."""
+    lat = _by_group(best_reference_only(with_ratios(frame, "latency"), GROUP))
+    mem = _by_group(best_reference_only(with_ratios(frame, "memory"), GROUP))
+    advice = []
+    for key, group in frame.groupby(GROUP, sort=True):
+        group_lat = lat.get(key, _NO_RATIOS)
+        group_mem = mem.get(key, _NO_RATIOS)
+        ranked = rank(candidates(group, group_lat, group_mem))
+        lat_ref, mem_ref = main_kind(group_lat.get("ref_kind", [])), main_kind(group_mem.get("ref_kind", []))
+        env, opset, device, family = key
+        advice.append(
+            Advice(
+                str(env),
+                int(opset),
+                str(device),
+                str(family),
+                tuple(ranked),
+                lat_ref,
+                mem_ref,
+                explain(ranked, lat_ref, mem_ref),
+            )
+        )
+    return advice
+
+
+_NO_RATIOS = pd.DataFrame(columns=CANDIDATE + ["ratio", "ref_kind"])
+
+
+def _by_group(table: pd.DataFrame) -> Dict[Tuple[object, ...], pd.DataFrame]:
+    return {key: part for key, part in table.groupby(GROUP)} if not table.empty else {}

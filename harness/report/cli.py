@@ -1,0 +1,85 @@
+"""`python -m harness report`: a short pipeline, load -> build the view-model -> render -> write."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import List, Optional, Sequence, TextIO
+
+from harness.report.load import Loaded, load
+
+EXIT_OK = 0
+EXIT_NOTHING_READABLE = 2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.add_argument(
+        "--results",
+        nargs="+",
+        default=["results/"],
+        metavar="PATH",
+        help="results files, or folders searched for *.jsonl recursively (default: results/)",
+    )
+    parser.add_argument(
+        "--out",
+        default="reports/index.html",
+        metavar="FILE",
+        help="the page to write; results.csv and results.json go beside it (default: reports/index.html)",
+    )
+    parser.add_argument("--title", default="onnx-compat-matrix", help="the page's title")
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m harness report",
+        description="Render the results of any number of environments and machines as one self-contained page.",
+    )
+    return add_arguments(parser)
+
+
+def report_refusals(loaded: Loaded, stream: TextIO) -> None:
+    for refusal in loaded.refusals:
+        print(f"refused {refusal.line()}", file=stream)
+
+
+def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None) -> int:
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    loaded = load(args.results)
+    report_refusals(loaded, stderr)
+    if not loaded.records:
+        print("nothing to render: no readable records in {}".format(" ".join(args.results)), file=stderr)
+        return EXIT_NOTHING_READABLE
+    # Imported here so that reading files and --help stay quick, and matplotlib loads only when needed.
+    from harness.report.model import build_page
+    from harness.report.render import write_page
+    from harness.report.table import write_exports
+
+    out = Path(args.out)
+    page = build_page(loaded, title=args.title)
+    write_page(page, out)
+    exports = write_exports(loaded.records, out.parent)
+    print(
+        "wrote {} ({} cells from {} files, {} refused{}) and {}".format(
+            out,
+            page.cells,
+            len(loaded.sources),
+            len(loaded.refusals),
+            f", {loaded.superseded} older duplicates dropped" if loaded.superseded else "",
+            ", ".join(str(p) for p in exports),
+        ),
+        file=stdout,
+    )
+    return EXIT_OK
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    try:
+        args = build_parser().parse_args(None if argv is None else list(argv))
+    except SystemExit as exc:  # --help, or a usage error already explained by argparse
+        return exc.code if isinstance(exc.code, int) else EXIT_NOTHING_READABLE
+    return run(args)
+
+
+__all__: List[str] = ["add_arguments", "build_parser", "main", "run"]

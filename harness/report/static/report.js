@@ -1,0 +1,404 @@
+/* The page's behaviour: draws the matrix, the cell details and the upgrade view from the embedded data.
+   Plain DOM, no framework; text always goes in through textContent, never as HTML. */
+(function () {
+  "use strict";
+
+  var DATA = JSON.parse(document.getElementById("report-data").textContent);
+  var DIMS = DATA.dims;
+  var VERDICTS = DATA.verdicts; // [name, glyph, label, meaning]
+  var ROWS = DATA.rows; // [family, case, strategy, portability, paramsLabel, paramsJson, portabilityLabel]
+  var CELLS = DATA.cells; // [row, env, opset, exporter, shape_mode, device, dtype, verdict] (indices)
+  var CELL_DIMS = DATA.cellDims;
+  var ROW_FIELD = { family: 0, case: 1, strategy: 2 };
+
+  function el(tag, attrs) {
+    var node = document.createElement(tag);
+    if (attrs) {
+      Object.keys(attrs).forEach(function (key) {
+        var value = attrs[key];
+        if (value === null || value === undefined || value === false) return;
+        if (key === "text") node.textContent = String(value);
+        else if (key === "className") node.className = value;
+        else node.setAttribute(key, value === true ? "" : String(value));
+      });
+    }
+    for (var i = 2; i < arguments.length; i++) append(node, arguments[i]);
+    return node;
+  }
+
+  function append(node, child) {
+    if (child === null || child === undefined || child === false) return;
+    if (Array.isArray(child)) { child.forEach(function (c) { append(node, c); }); return; }
+    node.appendChild(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+
+  function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
+
+  function fmtSeconds(s) {
+    if (s === null || s === undefined || typeof s !== "number") return "—";
+    if (s >= 1) return s.toFixed(2) + " s";
+    if (s >= 1e-3) return (s * 1e3).toPrecision(3) + " ms";
+    return (s * 1e6).toPrecision(3) + " µs";
+  }
+
+  function fmtBytes(b) {
+    if (b === null || b === undefined || typeof b !== "number") return "—";
+    var units = [["GiB", 1073741824], ["MiB", 1048576], ["KiB", 1024]];
+    for (var i = 0; i < units.length; i++) if (Math.abs(b) >= units[i][1]) return (b / units[i][1]).toFixed(1) + " " + units[i][0];
+    return b + " B";
+  }
+
+  function fmtNum(x) {
+    if (x === null || x === undefined) return "—";
+    if (typeof x !== "number") return String(x);
+    if (x === 0) return "0";
+    return Math.abs(x) >= 0.01 && Math.abs(x) < 1e5 ? String(Number(x.toPrecision(4))) : x.toExponential(2);
+  }
+
+  function fmtRatio(r) {
+    if (r === null || r === undefined) return "—";
+    return (r < 10 ? r.toFixed(2) : r.toFixed(0)) + "×";
+  }
+
+  function cellValue(cell, dim) {
+    if (dim in ROW_FIELD) return ROWS[cell[0]][ROW_FIELD[dim]];
+    if (dim === "verdict") return VERDICTS[cell[7]][0];
+    var k = CELL_DIMS.indexOf(dim);
+    return DIMS[dim][cell[1 + k]];
+  }
+
+  function chip(index, extraTitle) {
+    var cell = CELLS[index];
+    var verdict = VERDICTS[cell[7]];
+    var row = ROWS[cell[0]];
+    var title = verdict[2] + " — " + row[1] + " · " + row[4] + " · " + row[2] + " · " +
+      CELL_DIMS.map(function (d) { return cellValue(cell, d); }).join(" · ") + (extraTitle ? "\n" + extraTitle : "");
+    return el("button", { type: "button", className: "chip v-" + verdict[0], "data-cell": index, title: title, "aria-label": title, text: verdict[1] });
+  }
+
+  function badge(portability, label) {
+    return el("span", { className: "badge port-" + portability, title: label, text: label });
+  }
+
+  /* ---------------- the matrix ---------------- */
+
+  var filterBox = document.getElementById("filters");
+  var pivotSelect = document.getElementById("pivot");
+  var matrixTable = document.getElementById("matrix-table");
+  var matrixCount = document.getElementById("matrix-count");
+
+  function currentFilters() {
+    var filters = {};
+    filterBox.querySelectorAll("select[data-dim]").forEach(function (s) { if (s.value) filters[s.dataset.dim] = s.value; });
+    return filters;
+  }
+
+  function keep(cell, filters) {
+    for (var dim in filters) {
+      var want = filters[dim];
+      var have = String(cellValue(cell, dim));
+      if (dim === "verdict" && want === "!pass") { if (have === "pass") return false; }
+      else if (have !== want) return false;
+    }
+    return true;
+  }
+
+  function drawMatrix() {
+    var filters = currentFilters();
+    var axes = DATA.pivots[Number(pivotSelect.value) || 0][1];
+    var chipDims = CELL_DIMS.filter(function (d) { return axes.indexOf(d) < 0; });
+    var colKeys = {}, rowSet = {}, slots = {}, shown = 0;
+    for (var i = 0; i < CELLS.length; i++) {
+      var cell = CELLS[i];
+      if (!keep(cell, filters)) continue;
+      shown++;
+      var col = axes.map(function (d) { return cell[1 + CELL_DIMS.indexOf(d)]; });
+      var colKey = col.join("|");
+      colKeys[colKey] = col;
+      rowSet[cell[0]] = true;
+      var slotKey = cell[0] + "/" + colKey;
+      (slots[slotKey] = slots[slotKey] || []).push(i);
+    }
+    var cols = Object.keys(colKeys).map(function (k) { return colKeys[k]; }).sort(function (a, b) {
+      for (var j = 0; j < a.length; j++) if (a[j] !== b[j]) return a[j] - b[j];
+      return 0;
+    });
+    var rows = Object.keys(rowSet).map(Number).sort(function (a, b) { return a - b; });
+    clear(matrixTable);
+    matrixCount.textContent = shown + " of " + CELLS.length + " cells · " + rows.length + " rows × " + cols.length +
+      " columns" + (chipDims.length ? " · squares in a slot vary by " + chipDims.map(function (d) { return DATA.dimLabels[d]; }).join(", ") : "");
+    if (!shown) { matrixTable.appendChild(el("tbody", null, el("tr", null, el("td", { className: "empty", text: "No cell matches these filters." })))); return; }
+
+    var thead = el("thead");
+    var top = el("tr", null, el("th", { className: "corner", rowspan: axes.length, text: "case · strategy · params" }));
+    if (axes.length === 2) {
+      var spans = [];
+      cols.forEach(function (c) {
+        var last = spans[spans.length - 1];
+        if (last && last.value === c[0]) last.count++; else spans.push({ value: c[0], count: 1 });
+      });
+      spans.forEach(function (s) { top.appendChild(el("th", { colspan: s.count, text: DIMS[axes[0]][s.value] })); });
+      var second = el("tr");
+      cols.forEach(function (c) { second.appendChild(el("th", { text: (axes[1] === "opset" ? "opset " : "") + DIMS[axes[1]][c[1]] })); });
+      thead.appendChild(top); thead.appendChild(second);
+    } else {
+      cols.forEach(function (c) { top.appendChild(el("th", { text: DIMS[axes[0]][c[0]] })); });
+      thead.appendChild(top);
+    }
+    matrixTable.appendChild(thead);
+
+    var tbody = el("tbody");
+    var lastCase = null;
+    rows.forEach(function (r) {
+      var row = ROWS[r];
+      if (row[1] !== lastCase) {
+        lastCase = row[1];
+        var caseRow = el("tr", { className: "case-row" }, el("th", { text: row[1] + "  (" + row[0] + ")" }));
+        caseRow.appendChild(el("td", { colspan: cols.length }));
+        tbody.appendChild(caseRow);
+      }
+      var tr = el("tr");
+      tr.appendChild(el("th", null, el("div", { className: "row-head" },
+        el("span", { className: "strategy", text: row[2] }),
+        badge(row[3], DATA.portability[row[3]] ? shortPortability(row[3]) : row[3]),
+        el("span", { className: "params", title: row[5], text: row[4] }))));
+      cols.forEach(function (c) {
+        var td = el("td");
+        var inSlot = slots[r + "/" + c.join("|")] || [];
+        inSlot.sort(function (a, b) {
+          for (var j = 0; j < chipDims.length; j++) {
+            var k = 1 + CELL_DIMS.indexOf(chipDims[j]);
+            if (CELLS[a][k] !== CELLS[b][k]) return CELLS[a][k] - CELLS[b][k];
+          }
+          return a - b;
+        });
+        inSlot.forEach(function (index) { td.appendChild(chip(index)); });
+        tr.appendChild(td);
+      });
+      tbody.appendChild(tr);
+    });
+    matrixTable.appendChild(tbody);
+  }
+
+  function shortPortability(p) {
+    return { standard: "standard", ort_contrib: "ORT contrib", custom_domain: "custom domain" }[p] || p;
+  }
+
+  // Redrawn at once on each change: a redraw of thousands of cells takes a fraction of a second.
+  filterBox.addEventListener("change", drawMatrix);
+  document.getElementById("filters-reset").addEventListener("click", function () {
+    filterBox.querySelectorAll("select[data-dim]").forEach(function (s) { s.value = ""; });
+    pivotSelect.value = "0";
+    drawMatrix();
+  });
+
+  /* ---------------- the details panel ---------------- */
+
+  var panel = document.getElementById("details");
+  var panelBody = document.getElementById("details-body");
+  var panelTitle = document.getElementById("details-title");
+  var selected = null;
+
+  function kv(pairs) {
+    var table = el("table", { className: "kv" });
+    pairs.forEach(function (p) {
+      if (p[1] === undefined) return;
+      table.appendChild(el("tr", null, el("th", { text: p[0] }), el("td", null, p[1] === null ? "—" : p[1])));
+    });
+    return table;
+  }
+
+  function showDetails(index) {
+    var cell = CELLS[index], d = DATA.details[index], row = ROWS[cell[0]], verdict = VERDICTS[cell[7]];
+    clear(panelBody);
+    panelTitle.textContent = row[1] + " · " + row[4] + " · " + row[2];
+    var env = cellValue(cell, "env"), opset = cellValue(cell, "opset");
+    panelBody.appendChild(el("div", { className: "verdict-line" },
+      el("span", { className: "chip v-" + verdict[0], text: verdict[1] }),
+      el("strong", { text: verdict[2] }),
+      el("span", { className: "muted", text: verdict[3] })));
+    if (d.r !== null) panelBody.appendChild(el("p", null, el("strong", { text: "Reason: " }), DATA.strings[d.r]));
+
+    panelBody.appendChild(el("h3", { text: "Cell" }));
+    panelBody.appendChild(kv([
+      ["environment", env], ["family · case", row[0] + " · " + row[1]], ["parameters", el("code", { text: row[5] })],
+      ["strategy", el("span", null, row[2] + " ", badge(row[3], row[6]))],
+      ["opset asked · actual", opset + " · " + (d.ao === null ? "none (no model)" : d.ao) + (d.ao !== null && d.ao !== opset ? "  (drift)" : "")],
+      ["exporter", cellValue(cell, "exporter")], ["shape mode", cellValue(cell, "shape_mode")],
+      ["device · dtype", cellValue(cell, "device") + " · " + cellValue(cell, "dtype")],
+      ["tags", d.tags.length ? d.tags.join(", ") : null],
+    ]));
+
+    panelBody.appendChild(el("h3", { text: "Stages" }));
+    if (!d.st.length) panelBody.appendChild(el("p", { className: "muted", text: "No stage ran." }));
+    else {
+      var stages = el("table", { className: "stages" }, el("thead", null, el("tr", null,
+        el("th", { text: "stage" }), el("th", { text: "outcome" }), el("th", { className: "num", text: "seconds" }), el("th", { text: "error type" }))));
+      var body = el("tbody");
+      d.st.forEach(function (s) {
+        body.appendChild(el("tr", null, el("td", { text: s[0] }), el("td", { className: "outcome-" + s[1], text: s[1] }),
+          el("td", { className: "num", text: s[2] === null || s[1] === "skipped" ? "—" : s[2].toFixed(3) }), el("td", null, s[3] ? el("code", { text: s[3] }) : null)));
+        if (s[4] !== null) body.appendChild(el("tr", { className: "message-row" }, el("td", { colspan: 4 }, el("pre", { text: DATA.strings[s[4]] }))));
+      });
+      stages.appendChild(body);
+      panelBody.appendChild(stages);
+    }
+
+    if (d.p) {
+      panelBody.appendChild(el("h3", { text: "Accuracy against eager PyTorch" }));
+      panelBody.appendChild(kv([
+        ["max abs difference", fmtNum(d.p.max_abs)], ["max rel difference", fmtNum(d.p.max_rel)],
+        ["atol · rtol", fmtNum(d.p.atol) + " · " + fmtNum(d.p.rtol)],
+        ["smallest passing atol", fmtNum(d.p.min_passing_atol)], ["shapes checked", d.p.shapes_checked],
+      ]));
+    }
+    var targets = Object.keys(d.l);
+    if (targets.length) {
+      panelBody.appendChild(el("h3", { text: "Latency (median, IQR)" }));
+      panelBody.appendChild(kv(targets.map(function (t) {
+        var m = d.l[t];
+        return [t, "median " + fmtSeconds(m[0]) + " · IQR " + fmtSeconds(m[1]) + " · " + m[2] + " samples · " + m[3] + " threads" + (m[4] ? " · noisy (IQR over 10% of the median)" : "")];
+      })));
+    }
+    var memTargets = Object.keys(d.m);
+    if (memTargets.length) {
+      panelBody.appendChild(el("h3", { text: "Peak memory" }));
+      panelBody.appendChild(kv(memTargets.map(function (t) { return [t, fmtBytes(d.m[t][0]) + " (" + (d.m[t][1] || "method unknown") + ")"]; })));
+    }
+    if (d.x) {
+      panelBody.appendChild(el("h3", { text: "Exported model" }));
+      panelBody.appendChild(kv([
+        ["nodes · size", (d.x.nodes === null ? "—" : d.x.nodes) + " · " + fmtBytes(d.x.bytes)],
+        ["domains", d.x.domains.map(function (x) { return x === "" ? "ai.onnx" : x; }).join(", ")],
+        ["most used ops", d.x.ops.map(function (o) { return o[0] + " ×" + o[1]; }).join(", ")],
+      ]));
+    }
+    panelBody.appendChild(el("h3", { text: "Environment fingerprint" }));
+    var fp = DATA.fingerprints[d.f] || {};
+    panelBody.appendChild(kv(Object.keys(fp).map(function (k) { return [k, fp[k]]; })));
+    panelBody.appendChild(el("h3", { text: "Run" }));
+    panelBody.appendChild(kv([["run id", d.id[0]], ["cell id", d.id[1]], ["harness", d.id[2]],
+      ["started · finished", d.t[0] + " · " + d.t[1]], ["wall", fmtSeconds(d.t[2])]]));
+
+    if (selected) selected.forEach(function (b) { b.classList.remove("selected"); });
+    selected = Array.prototype.slice.call(document.querySelectorAll('button.chip[data-cell="' + index + '"]'));
+    selected.forEach(function (b) { b.classList.add("selected"); });
+    panel.hidden = false;
+    panel.scrollTop = 0;
+  }
+
+  document.addEventListener("click", function (event) {
+    var target = event.target.closest ? event.target.closest("[data-cell]") : null;
+    if (target) showDetails(Number(target.getAttribute("data-cell")));
+  });
+  document.getElementById("details-close").addEventListener("click", function () { panel.hidden = true; });
+  document.addEventListener("keydown", function (event) { if (event.key === "Escape") panel.hidden = true; });
+
+  /* ---------------- the advisor ---------------- */
+
+  var advisorControls = document.getElementById("advisor-controls");
+  function showAdvice() {
+    if (!advisorControls) return;
+    var want = {};
+    advisorControls.querySelectorAll("select[data-adv]").forEach(function (s) { want[s.dataset.adv] = s.value; });
+    var found = false;
+    document.querySelectorAll("article.advice-card").forEach(function (card) {
+      var match = card.dataset.env === want.env && card.dataset.opset === want.opset &&
+        card.dataset.device === want.device && card.dataset.family === want.family;
+      card.hidden = !match;
+      found = found || match;
+    });
+    document.getElementById("advisor-none").hidden = found;
+    document.querySelectorAll("button.pick-button").forEach(function (b) {
+      var card = document.getElementById(b.dataset.card);
+      b.classList.toggle("selected", !!card && !card.hidden);
+    });
+  }
+  if (advisorControls) {
+    advisorControls.addEventListener("change", showAdvice);
+    document.querySelectorAll("button.pick-button").forEach(function (button) {
+      button.addEventListener("click", function () {
+        var card = document.getElementById(button.dataset.card);
+        ["env", "opset", "device", "family"].forEach(function (k) {
+          advisorControls.querySelector('select[data-adv="' + k + '"]').value = card.dataset[k];
+        });
+        showAdvice();
+        card.scrollIntoView({ block: "nearest" });
+      });
+    });
+    showAdvice();
+  }
+
+  /* ---------------- the upgrade view ---------------- */
+
+  var oldSelect = document.getElementById("upgrade-old");
+  var newSelect = document.getElementById("upgrade-new");
+  var upgradeBody = document.getElementById("upgrade-body");
+  var KIND_LABEL = { fixed: "now pass", broken: "no longer pass", changed: "fail differently", faster: "faster >20%", slower: "slower >20%" };
+
+  function candidateText(c) {
+    if (c.length === 1) return el("span", { className: "muted", text: c[0] });
+    return el("span", null, el("strong", { text: c[0] }), " ", badge(c[1], shortPortability(c[1])), " ", el("span", { className: "muted", text: c[2] + "/" + c[3] }));
+  }
+
+  function drawUpgrade() {
+    clear(upgradeBody);
+    var oldEnv = oldSelect.value, newEnv = newSelect.value;
+    if (oldEnv === newEnv) { upgradeBody.appendChild(el("p", { className: "empty", text: "Pick two different environments." })); return; }
+    var pair = (DATA.upgrade[oldEnv] || {})[newEnv];
+    if (!pair) { upgradeBody.appendChild(el("p", { className: "empty", text: "No data for this pair." })); return; }
+
+    var summary = el("div", { className: "upgrade-summary" });
+    Object.keys(KIND_LABEL).forEach(function (k) {
+      summary.appendChild(el("span", { className: "pill" }, el("b", { text: pair.counts[k] || 0 }), " cells " + KIND_LABEL[k]));
+    });
+    upgradeBody.appendChild(summary);
+    if (pair.gains.length) {
+      var gains = el("ul", { className: "gains" });
+      pair.gains.forEach(function (g) { gains.appendChild(el("li", { text: g })); });
+      upgradeBody.appendChild(gains);
+    }
+
+    upgradeBody.appendChild(el("h3", { className: "sub", text: "What to use after the upgrade" }));
+    var switches = el("table", { className: "upgrade-table switches" }, el("thead", null, el("tr", null,
+      el("th", { text: "family" }), el("th", { className: "num", text: "opset" }), el("th", { text: "device" }),
+      el("th", { text: "pick in " + oldEnv }), el("th", { text: "pick in " + newEnv }), el("th", { text: "what the upgrade gains" }))));
+    var sbody = el("tbody");
+    pair.switches.forEach(function (s) {
+      sbody.appendChild(el("tr", { className: s[5] ? "kind-changed" : null },
+        el("td", { text: s[0] }), el("td", { className: "num", text: s[1] }), el("td", { text: s[2] }),
+        el("td", null, candidateText(s[3])), el("td", { className: s[5] ? "changed" : null }, candidateText(s[4]),
+          s[5] ? el("span", { className: "muted", text: "  (switch)" }) : null),
+        el("td", { text: s[6] })));
+    });
+    switches.appendChild(sbody);
+    upgradeBody.appendChild(switches);
+
+    upgradeBody.appendChild(el("h3", { className: "sub", text: "Cells that change (" + pair.changes.length + ")" }));
+    if (!pair.changes.length) { upgradeBody.appendChild(el("p", { className: "empty", text: "No cell run in both changes verdict or latency by over 20%." })); return; }
+    var table = el("table", { className: "upgrade-table changes" }, el("thead", null, el("tr", null,
+      el("th", { text: "change" }), el("th", { text: "case · params" }), el("th", { text: "strategy" }), el("th", { text: "opset" }),
+      el("th", { text: "exporter · shape · device · dtype" }), el("th", { text: oldEnv }), el("th", { text: newEnv }), el("th", { className: "num", text: "latency new/old" }))));
+    var body = el("tbody");
+    pair.changes.forEach(function (c) {
+      var before = CELLS[c[1]], row = ROWS[before[0]];
+      body.appendChild(el("tr", { className: "kind-" + c[0] },
+        el("td", { text: KIND_LABEL[c[0]] }),
+        el("td", null, row[1] + " · ", el("span", { className: "params", title: row[5], text: row[4] })),
+        el("td", null, row[2]),
+        el("td", { className: "num", text: cellValue(before, "opset") }),
+        el("td", { text: ["exporter", "shape_mode", "device", "dtype"].map(function (d) { return cellValue(before, d); }).join(" · ") }),
+        el("td", null, chip(c[1]), " " + VERDICTS[before[7]][2]),
+        el("td", null, chip(c[2]), " " + VERDICTS[CELLS[c[2]][7]][2]),
+        el("td", { className: "num", text: fmtRatio(c[3]) })));
+    });
+    table.appendChild(body);
+    upgradeBody.appendChild(table);
+  }
+
+  oldSelect.addEventListener("change", drawUpgrade);
+  newSelect.addEventListener("change", drawUpgrade);
+
+  drawMatrix();
+  drawUpgrade();
+})();

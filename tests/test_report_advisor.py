@@ -1,0 +1,194 @@
+"""The advisor's ranking: pass rate, then portability, then latency, then memory; pure functions over a table."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+from harness.report.advisor import Candidate, advise, explain, rank
+from harness.report.costs import best_reference_only, geomean, with_ratios
+from harness.report.table import build_frame
+
+PORTABILITY = {
+    "native": "standard",
+    "custom": "standard",
+    "mmcv": "standard",
+    "contrib": "ort_contrib",
+    "plugin": "custom_domain",
+}
+COMBOS = [{"mode": "bilinear"}, {"mode": "bicubic"}]
+
+
+def rec(
+    strategy: str,
+    params: Dict[str, Any],
+    verdict: str = "pass",
+    ort: Optional[float] = None,
+    eager: Optional[float] = None,
+    mem: Optional[float] = None,
+    exporter: str = "torchscript",
+    env: str = "torch1.8",
+    opset: int = 11,
+) -> Dict[str, Any]:
+    latency = {
+        k: {"median_s": v, "iqr_s": 0.0, "samples": 10, "threads": 2, "noisy": False}
+        for k, v in (("ort", ort), ("eager", eager))
+        if v
+    }
+    return {
+        "schema_version": 1,
+        "env": env,
+        "family": "grid_sample",
+        "case": "op",
+        "params": params,
+        "strategy": strategy,
+        "portability": PORTABILITY[strategy],
+        "opset": opset,
+        "actual_opset": opset,
+        "exporter": exporter,
+        "shape_mode": "static",
+        "device": "cpu",
+        "dtype": "float32",
+        "verdict": verdict,
+        "stages": [],
+        "latency": latency or None,
+        "memory": {"ort": {"peak_bytes": mem, "method": "rss"}} if mem else None,
+        "finished_at": "2026-11-29T17:15:00Z",
+    }
+
+
+def ranked(records: List[Dict[str, Any]]) -> List[Candidate]:
+    advice = advise(build_frame(records))
+    assert len(advice) == 1
+    return list(advice[0].ranked)
+
+
+def names(candidates: List[Candidate]) -> List[str]:
+    return [c.strategy for c in candidates]
+
+
+def test_pass_rate_comes_before_portability() -> None:
+    records = [rec("plugin", p, ort=1.0) for p in COMBOS] + [
+        rec("custom", COMBOS[0], ort=0.5),
+        rec("custom", COMBOS[1], "mismatch"),
+    ]
+    result = ranked(records)
+    assert names(result) == ["plugin", "custom"]
+    assert (result[0].passed, result[0].counted, result[1].passed) == (2, 2, 1)
+    assert [(f.params, f.verdict) for f in result[1].failures] == [('{"mode":"bicubic"}', "mismatch")]
+
+
+def test_portability_comes_before_latency() -> None:
+    records = [rec("contrib", p, ort=0.001) for p in COMBOS] + [rec("custom", p, ort=0.004) for p in COMBOS]
+    result = ranked(records)
+    assert names(result) == ["custom", "contrib"]
+    assert explain(result) == (
+        "custom (torchscript) passes 2/2 combinations with standard ops; "
+        "contrib (torchscript) passes as many but needs ORT contrib ops"
+    )
+
+
+def test_latency_relative_to_native_then_memory_decide_among_equals() -> None:
+    native = [rec("native", p, ort=0.002, mem=100.0) for p in COMBOS]
+    records = (
+        native
+        + [rec("custom", p, ort=0.004, mem=300.0) for p in COMBOS]
+        + [rec("mmcv", p, ort=0.006, mem=100.0) for p in COMBOS]
+    )
+    result = ranked(records)
+    assert names(result) == ["native", "custom", "mmcv"]
+    assert result[1].latency == pytest.approx(2.0) and result[2].latency == pytest.approx(3.0)
+    assert result[1].latency_s == pytest.approx(0.004)
+    # Same latency: the leaner one first.
+    records = (
+        native
+        + [rec("custom", p, ort=0.004, mem=300.0) for p in COMBOS]
+        + [rec("mmcv", p, ort=0.004, mem=200.0) for p in COMBOS]
+    )
+    result = ranked(records)
+    assert names(result) == ["native", "mmcv", "custom"]
+    assert "less memory than custom (torchscript) (2.00× vs 3.00× native ORT peak)" in explain(
+        result[1:], "native ORT", "native ORT"
+    )
+
+
+def test_a_harness_error_counts_neither_way_and_a_missing_combo_counts_against() -> None:
+    records = [
+        rec("custom", COMBOS[0], ort=0.002),
+        rec("custom", COMBOS[1], "harness_error"),
+        rec("mmcv", COMBOS[0], ort=0.001),
+    ]
+    result = ranked(records)
+    custom = next(c for c in result if c.strategy == "custom")
+    mmcv = next(c for c in result if c.strategy == "mmcv")
+    assert (custom.passed, custom.counted, custom.harness_errors, custom.pass_rate) == (1, 1, 1, 1.0)
+    assert (mmcv.passed, mmcv.counted, mmcv.pass_rate) == (1, 2, 0.5)
+    assert [f.verdict for f in mmcv.failures] == ["missing"]
+    assert names(result) == ["custom", "mmcv"]
+
+
+def test_exporters_are_separate_candidates() -> None:
+    records = [rec("native", p, "opset_drift", exporter="dynamo") for p in COMBOS] + [
+        rec("native", p, ort=0.001) for p in COMBOS
+    ]
+    result = ranked(records)
+    assert [(c.strategy, c.exporter, c.passed) for c in result] == [
+        ("native", "torchscript", 2),
+        ("native", "dynamo", 0),
+    ]
+
+
+def test_when_nothing_passes_there_is_no_pick() -> None:
+    advice = advise(build_frame([rec("native", p, "export_failed") for p in COMBOS]))[0]
+    assert advice.pick is None
+    assert advice.why == "nothing passes here"
+
+
+def test_groups_are_per_environment_opset_device_and_family() -> None:
+    records = [rec("native", COMBOS[0], ort=0.001, env=e, opset=o) for e in ("torch1.8", "torch2") for o in (11, 16)]
+    assert [a.key for a in advise(build_frame(records))] == [
+        ("torch1.8", 11, "cpu", "grid_sample"),
+        ("torch1.8", 16, "cpu", "grid_sample"),
+        ("torch2", 11, "cpu", "grid_sample"),
+        ("torch2", 16, "cpu", "grid_sample"),
+    ]
+
+
+def test_references_fall_back_from_native_ort_to_native_eager_to_the_cheapest() -> None:
+    with_eager = [rec("native", p, "export_failed", eager=0.001) for p in COMBOS] + [
+        rec("custom", p, ort=0.003) for p in COMBOS
+    ]
+    ratios = with_ratios(build_frame(with_eager), "latency")
+    assert set(ratios["ref_kind"]) == {"native eager"}
+    assert list(ratios["ratio"]) == pytest.approx([3.0, 3.0])
+    without = [rec("mmcv", p, ort=0.002) for p in COMBOS] + [rec("custom", p, ort=0.003) for p in COMBOS]
+    ratios = with_ratios(build_frame(without), "latency")
+    assert set(ratios["ref_kind"]) == {"cheapest strategy"}
+    assert sorted(ratios["ratio"]) == pytest.approx([1.0, 1.0, 1.5, 1.5])
+
+
+def test_a_group_mixing_references_keeps_only_the_best_one() -> None:
+    records = [
+        rec("native", COMBOS[0], ort=0.001),
+        rec("native", COMBOS[1], "mismatch"),
+        rec("custom", COMBOS[0], ort=0.004),
+        rec("custom", COMBOS[1], ort=0.1),
+    ]
+    ratios = best_reference_only(with_ratios(build_frame(records), "latency"), ["env"])
+    assert set(ratios["ref_kind"]) == {"native ORT"}
+    custom = next(c for c in ranked(records) if c.strategy == "custom")
+    assert custom.latency == pytest.approx(4.0)
+
+
+def test_rank_is_stable_by_name_on_a_full_tie() -> None:
+    records = [rec(s, p, ort=0.001) for s in ("mmcv", "custom") for p in COMBOS]
+    result = ranked(records)
+    assert names(result) == ["custom", "mmcv"]
+    assert names(rank(list(reversed(result)))) == ["custom", "mmcv"]
+    assert explain(result).endswith("level with mmcv (torchscript) on every criterion (ordered by name)")
+
+
+def test_geomean_ignores_what_cannot_be_averaged() -> None:
+    assert geomean([2.0, 0.5, None, 0.0, float("nan")]) == pytest.approx(1.0)
+    assert geomean([]) is None

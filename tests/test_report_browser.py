@@ -1,0 +1,144 @@
+"""The page in a real browser: headless Chromium driven by Playwright, loading the page from file://.
+
+Needs Debian's `chromium` package (/usr/bin/chromium, or REPORT_CHROMIUM=/path) and `pip install playwright`;
+never `playwright install`: the test drives the system browser. Screenshots go to $REPORT_SCREENSHOT_DIR if set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Dict, Iterator, List
+
+import pytest
+
+from harness.report import main
+
+RECORDS = Path(__file__).parent / "resources" / "records"
+CHROMIUM = os.environ.get("REPORT_CHROMIUM", "/usr/bin/chromium")
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists(),
+        reason=f"{CHROMIUM} is absent: install Debian's chromium package to run the browser test",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("browser") / "index.html"
+    assert main(["--results", str(RECORDS), "--out", str(out)]) == 0
+    return out.parent
+
+
+@pytest.fixture(scope="module")
+def records(site: Path) -> List[Dict[str, Any]]:
+    return json.loads((site / "results.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:  # pragma: no cover - a missing dependency must fail, not skip
+        pytest.fail(f"playwright is not installed: pip install playwright (the test drives {CHROMIUM})")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield launched
+        launched.close()
+
+
+def save_screenshot(page: Any, directory: Path, name: str) -> None:
+    path = directory / name
+    page.screenshot(path=str(path), full_page=name.endswith("full.png"))
+    wanted = os.environ.get("REPORT_SCREENSHOT_DIR")
+    if wanted:
+        Path(wanted).mkdir(parents=True, exist_ok=True)
+        shutil.copy(str(path), str(Path(wanted) / name))
+
+
+def test_filter_details_and_upgrade_in_chromium(
+    browser: Any, site: Path, records: List[Dict[str, Any]], tmp_path: Path
+) -> None:
+    problems: List[str] = []
+    dialogs: List[str] = []
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    page.on(
+        "console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None
+    )
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto((site / "index.html").as_uri())
+
+    chips = page.locator("#matrix-table button.chip")
+    assert chips.count() == len(records)
+    save_screenshot(page, tmp_path, "report-top.png")
+
+    # A filter: one environment, then only what does not pass there.
+    page.select_option('#filters select[data-dim="env"]', "torch1.8")
+    assert chips.count() == sum(1 for r in records if r["env"] == "torch1.8")
+    page.select_option('#filters select[data-dim="verdict"]', "!pass")
+    assert chips.count() == sum(1 for r in records if r["env"] == "torch1.8" and r["verdict"] != "pass")
+    page.click("#filters-reset")
+    assert chips.count() == len(records)
+
+    # Pivot: exporter and device in the columns instead of environment and opset.
+    page.select_option("#pivot", label="exporter × device")
+    assert page.locator("#matrix-table thead").inner_text().count("torchscript") == 1
+    assert chips.count() == len(records)
+    page.select_option("#pivot", label="environment × opset")
+
+    # A cell's details, for the export error that carries a hostile message.
+    page.select_option('#filters select[data-dim="case"]', "loop_scan")
+    page.select_option('#filters select[data-dim="verdict"]', "export_failed")
+    assert chips.count() == 1
+    chips.first.click()
+    panel = page.locator("#details")
+    assert panel.is_visible()
+    text = panel.inner_text()
+    assert "export failed" in text and "UnsupportedOperatorError" in text
+    assert "prim::PythonOp <script>alert(1)</script>" in text  # shown as text, not run
+    assert "2.13.0+cpu" in text  # the environment's fingerprint
+    save_screenshot(page, tmp_path, "report-details.png")
+    page.click("#details-close")
+    assert not panel.is_visible()
+    page.click("#filters-reset")
+
+    # The upgrade view: switch the pair, and open a changed cell from it.
+    assert "pick in torch1.8" in page.locator("#upgrade-body").inner_text()
+    page.select_option("#upgrade-old", "torch1.12")
+    body = page.locator("#upgrade-body")
+    assert "pick in torch1.12" in body.inner_text() and "pick in torch2" in body.inner_text()
+    body.locator("table.changes button.chip").first.click()
+    assert panel.is_visible()
+    page.keyboard.press("Escape")
+    page.select_option("#upgrade-new", "torch1.12")
+    assert "Pick two different environments" in body.inner_text()
+
+    # The advisor: a pick from the overview shows its card.
+    page.locator('button.pick-button[data-card="advice-torch2-16-cpu-grid_sample"]').click()
+    card = page.locator("#advice-torch2-16-cpu-grid_sample")
+    assert card.is_visible() and "native" in card.locator(".pick-name").inner_text()
+    assert page.locator("article.advice-card:visible").count() == 1
+
+    page.locator("#upgrade-new").select_option("torch2")
+    page.evaluate("window.scrollTo(0, 0)")
+    save_screenshot(page, tmp_path, "report-full.png")
+    assert page.evaluate("document.querySelectorAll('script').length") == 2
+    assert dialogs == []
+    assert problems == []
+    page.close()

@@ -1,0 +1,137 @@
+"""The rendered page: golden file, escaping of hostile strings, the files beside it, and no torch import.
+
+Regenerate the golden page after an intended change with: UPDATE_GOLDEN=1 pytest tests/test_report_render.py
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, Iterator
+
+import pytest
+
+from harness.report import main
+
+HERE = Path(__file__).parent
+ROOT = HERE.parent
+RECORDS = HERE / "resources" / "records"
+GOLDEN = HERE / "resources" / "golden" / "index.html"
+HOSTILE = "<script>alert"
+
+
+def scrub(html: str) -> str:
+    """Leave out what changes without the page's meaning changing: time, paths, assets, matplotlib's drawing."""
+    html = html.replace(str(RECORDS), "RECORDS")
+    html = re.sub(r'<span class="generated">[^<]*</span>', '<span class="generated">TIME</span>', html)
+    html = re.sub(r"<style>.*?</style>", "<style>/* report.css */</style>", html, flags=re.S)
+    html = re.sub(r"<script>.*?</script>", "<script>/* report.js */</script>", html, flags=re.S)
+    html = re.sub(r"script-src 'sha256-[^']+'", "script-src 'sha256-HASH'", html)
+    return re.sub(r'(<svg role="img" aria-label="[^"]*")[^>]*>.*?</svg>', r"\1>…</svg>", html, flags=re.S)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    out = tmp_path_factory.mktemp("report") / "site" / "index.html"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SOURCE_DATE_EPOCH", "1764436500")
+        assert main(["--results", str(RECORDS), "--out", str(out)]) == 0
+    yield out.parent
+
+
+@pytest.fixture(scope="module")
+def html(site: Path) -> str:
+    return (site / "index.html").read_text(encoding="utf-8")
+
+
+def embedded_data(page: str) -> Dict[str, Any]:
+    match = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', page, flags=re.S)
+    assert match is not None
+    return json.loads(match.group(1), parse_constant=lambda name: pytest.fail(f"bare {name} in the page's JSON"))
+
+
+def test_page_matches_the_golden_file(html: str) -> None:
+    page = scrub(html)
+    if os.environ.get("UPDATE_GOLDEN"):
+        GOLDEN.parent.mkdir(parents=True, exist_ok=True)
+        GOLDEN.write_text(page, encoding="utf-8")
+    expected = GOLDEN.read_text(encoding="utf-8")
+    if page != expected:
+        diff_at = next(i for i, (a, b) in enumerate(zip(page + "\0", expected + "\0")) if a != b)
+        got, want = page[diff_at - 60 : diff_at + 60], expected[diff_at - 60 : diff_at + 60]
+        pytest.fail(
+            f"the page differs from {GOLDEN} near character {diff_at}:\n  got:      {got!r}\n  expected: {want!r}\n"
+            f"if the change is intended, run UPDATE_GOLDEN=1 pytest {__file__}"
+        )
+
+
+def test_hostile_strings_are_escaped_everywhere(html: str, site: Path) -> None:
+    assert HOSTILE not in html
+    assert "</script><script>" not in html
+    assert html.count("<script") == 2  # the data block and the page's own script, nothing injected
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html  # shown as text where the templates print it
+    data = embedded_data(html)
+    assert any("<script>alert(1)</script>" in row[4] for row in data["rows"])  # intact once parsed
+    assert any("</script><script>alert(2)</script>" in s for s in data["strings"])
+    assert HOSTILE not in (site / "results.json").read_text(encoding="utf-8")
+
+
+def test_the_page_only_runs_its_own_script(html: str) -> None:
+    script = re.search(r"<script>(.*?)</script>", html, flags=re.S)
+    assert script is not None
+    digest = base64.b64encode(hashlib.sha256(script.group(1).encode("utf-8")).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in html
+    assert "default-src 'none'" in html
+    for reference in re.findall(r'(?:src|href)="([^"#][^"]*)"', html):
+        assert reference in ("data:,", "results.csv", "results.json"), reference  # nothing fetched from a network
+
+
+def test_refusals_are_on_the_page_too(html: str) -> None:
+    assert "2 results files were left out" in html
+    assert "schema_version 99 is not readable by this harness (reads 1)" in html
+
+
+def test_merged_results_are_written_beside_the_page(site: Path) -> None:
+    with open(site / "results.csv", newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 576
+    assert {"env", "verdict", "param_mode", "latency_ort_median_s", "memory_eager_method", "fingerprint_torch"} <= set(
+        rows[0]
+    )
+    records = json.loads((site / "results.json").read_text(encoding="utf-8"))
+    assert len(records) == 576 and records[0]["schema_version"] == 1
+
+
+def test_non_finite_numbers_do_not_break_the_page(tmp_path: Path) -> None:
+    record = json.loads((RECORDS / "torch2.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    record["parity"] = dict(record["parity"] or {}, max_abs=math.nan, max_rel=math.inf)
+    record["verdict"] = "mismatch"
+    (tmp_path / "nan.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
+    assert main(["--results", str(tmp_path / "nan.jsonl"), "--out", str(tmp_path / "out" / "index.html")]) == 0
+    data = embedded_data((tmp_path / "out" / "index.html").read_text(encoding="utf-8"))
+    assert data["details"][0]["p"]["max_abs"] is None or data["details"][0]["p"]["max_abs"] == "nan"
+
+
+def test_rendering_never_imports_torch(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from harness.report import main\n"
+        "code = main(['--results', {records!r}, '--out', {out!r}])\n"
+        "assert code == 0, code\n"
+        "leaked = sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.'))\n"
+        "assert not leaked, leaked\n"
+    ).format(records=str(RECORDS), out=str(tmp_path / "index.html"))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "index.html").exists()
