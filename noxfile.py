@@ -31,6 +31,8 @@ TEST_PINS = REPORT_PINS + [
     "ruff==0.17.6",
     "nox==2026.10.20",
 ]
+# The reporter never imports torch: a small venv of its own.
+REPORT_ENV = Environment(name="report", python="3.11", pins=tuple(REPORT_PINS), source=__file__)
 
 
 def _environment(name: str):
