@@ -7,6 +7,7 @@ folder ($ONNX_COMPAT_CACHE, default ~/.cache/onnx-compat-matrix) and linked as .
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -23,6 +24,7 @@ nox.options.sessions = ["matrix", "report"]
 nox.options.default_venv_backend = "none"
 
 CPU_ENVS = [e.name for e in load_environments(ROOT / "environments")]
+GPU_ENVS = [e.name for e in load_environments(ROOT / "environments" / "gpu", device="cuda")]
 REPORT_PINS = ["jinja2==3.1.6", "pandas==3.1.1", "matplotlib==3.11.2", "numpy==2.4.6"]
 TEST_PINS = REPORT_PINS + [
     "pytest==9.2.0",
@@ -37,6 +39,8 @@ REPORT_ENV = Environment(name="report", python="3.11", pins=tuple(REPORT_PINS), 
 
 def _environment(name: str):
     path = ROOT / "environments" / f"{name}.toml"
+    if not path.exists():
+        path = ROOT / "environments" / "gpu" / f"{name}.toml"
     if not path.exists():
         raise UserError(f"no environment {name!r}; the files under environments/ define: {', '.join(CPU_ENVS)}")
     return load_environment(path)
@@ -66,6 +70,28 @@ def matrix(session: nox.Session, env: str) -> None:
         str(venv / "bin" / "python"), "-m", "harness", "run", "--env", env, *session.posargs, env=run_env, external=True
     )
     if not os.environ.get("MATRIX_NO_REPORT"):  # CI jobs per environment merge their results later
+        session.notify("report")
+
+
+@nox.session(name="bench-gpu", python=False)
+@nox.parametrize("env", GPU_ENVS)
+def bench_gpu(session: nox.Session, env: str) -> None:
+    """The GPU side: the `gpu`-tagged cases on CUDA in fp32 and fp16; arguments after -- go to `harness run`.
+
+    BENCH_GPU_PYTHON=/path/to/python uses that interpreter as it is (a provisioned GPU box without a
+    package index) instead of building a venv.
+    """
+    if not Path("/proc/driver/nvidia/version").exists() and not shutil.which("nvidia-smi"):
+        session.error("bench-gpu: no NVIDIA GPU on this machine (no driver, no nvidia-smi); run it on a GPU machine")
+    args = ["-m", "harness", "run", "--env", env, "--device", "cuda", "--dtype", "float32,float16", "--tag", "gpu"]
+    python = os.environ.get("BENCH_GPU_PYTHON")
+    if python:
+        run_env = {"PYTHONPATH": str(ROOT), "HARNESS_ENV": env, "PYTHONUNBUFFERED": "1"}
+    else:
+        venv, run_env = _provision(session, env)
+        python = str(venv / "bin" / "python")
+    session.run(python, *args, *session.posargs, env=run_env, external=True)
+    if not os.environ.get("MATRIX_NO_REPORT"):
         session.notify("report")
 
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import datetime
+import os
 import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from harness import __version__
 from harness.errors import UserError
@@ -89,6 +90,7 @@ def run_command(args: Any) -> int:
     env, cells, cases = plan_cells(args)
     shard = parse_shard(args.shard)
     cells = select_list(cells, shard)
+    cuda_reason = _cuda_check(cells)
     out = (
         Path(args.out)
         if args.out
@@ -122,7 +124,7 @@ def run_command(args: Any) -> int:
     runnable = []
     for cell in todo:
         reason = not_applicable_reason(
-            cell, cases[cell.case], get_strategy(cell.family, cell.strategy), env, dynamo_reason
+            cell, cases[cell.case], get_strategy(cell.family, cell.strategy), env, dynamo_reason, cuda_reason
         )
         if reason:
             emit(cell, {"verdict": "not_applicable", "reason": reason, "stages": []}, now_iso(), 0.0, False)
@@ -160,6 +162,24 @@ def run_command(args: Any) -> int:
         print("interrupted: every finished cell is saved; run the same command again to resume", file=sys.stderr)
         return EXIT_INTERRUPTED
     return EXIT_HARNESS_ERROR if harness_errors else EXIT_OK
+
+
+def _cuda_check(cells: List[CellSpec]) -> Optional[str]:
+    """No GPU at all: stop at once. A GPU this torch cannot drive: its cells are not applicable."""
+    if not any(c.device == "cuda" for c in cells):
+        return None
+    import torch
+
+    from harness.ortsession import cuda_unavailable_reason
+
+    if not torch.cuda.is_available():
+        if os.path.exists("/proc/driver/nvidia/version"):
+            return f"torch {torch.__version__} (CUDA {torch.version.cuda}) cannot use the NVIDIA GPU of this machine"
+        raise UserError(
+            f"--device cuda: torch {torch.__version__} sees no CUDA device here; run it on a machine with an "
+            "NVIDIA GPU and a CUDA build of torch, or drop --device cuda"
+        )
+    return cuda_unavailable_reason(torch)
 
 
 def _run_inline(cells: List[CellSpec], config: Any, emit: Any, progress: Progress) -> None:

@@ -11,14 +11,21 @@ from harness.strategies import Strategy
 
 
 def not_applicable_reason(
-    cell: CellSpec, case: Case, strategy: Strategy, env: EnvInfo, dynamo_reason: Optional[str]
+    cell: CellSpec,
+    case: Case,
+    strategy: Strategy,
+    env: EnvInfo,
+    dynamo_reason: Optional[str],
+    cuda_reason: Optional[str] = None,
 ) -> Optional[str]:
     if cell.opset > env.max_opset:
         return f"torch {env.torch} exports opsets up to {env.max_opset}, not {cell.opset}"
     if cell.exporter == "dynamo" and dynamo_reason:
         return dynamo_reason
-    if cell.device == "cuda" and not env.gpu:
-        return "no CUDA device is visible to this environment's torch"
+    if cell.device == "cuda" and (cuda_reason or not env.gpu):
+        return cuda_reason or "no CUDA device is visible to this environment's torch"
+    if cell.dtype in ("float16", "bfloat16") and cell.device == "cpu":
+        return f"{cell.dtype} cells run on CUDA (CPU kernels for half types are partial in older torch)"
     reason = strategy.unavailable(env)
     if reason:
         return reason
