@@ -26,7 +26,7 @@ class Options:
     threads: int = 2
     latency: bool = True
     memory: bool = True
-    latency_budget_s: float = 0.2
+    latency_budget_s: float = 0.05
     tensorrt: bool = False
 
 
