@@ -1,0 +1,82 @@
+"""After CI's small real matrix: the facts the project promises, read from the records it just wrote."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def load(env):
+    path = Path("results") / f"{env}.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def pick(records, **want):
+    out = []
+    for r in records:
+        params = r["params"]
+        if all(r.get(k, params.get(k)) == v for k, v in want.items()):
+            out.append(r)
+    return out
+
+
+def main():
+    failures = []
+
+    def expect(ok, what):
+        print(("ok   " if ok else "FAIL ") + what)
+        if not ok:
+            failures.append(what)
+
+    t18 = load("torch1.8")
+    native = pick(t18, case="grid_sample_op", strategy="native", opset=11, rank=4)
+    expect(
+        native and all(r["verdict"] == "export_failed" for r in native) and "grid_sampler" in native[0]["reason"],
+        "torch1.8 native opset 11: export_failed with torch's message",
+    )
+    for padding in ("zeros", "border"):
+        cells = pick(t18, case="grid_sample_op", strategy="custom", opset=11, mode="bilinear", padding_mode=padding)
+        expect(
+            cells and all(r["verdict"] == "pass" and r["parity"]["max_abs"] < 1e-5 for r in cells),
+            f"torch1.8 custom opset 11 bilinear/{padding}: pass, max diff < 1e-5 on grids beyond [-1, 1]",
+        )
+    mmcv = [
+        r
+        for opset in (11, 13)
+        for r in pick(
+            t18, case="grid_sample_op", strategy="mmcv", opset=opset, mode="bilinear", padding_mode="zeros", rank=4
+        )
+    ]
+    expect(
+        len(mmcv) == 4 and all(r["verdict"] == "pass" for r in mmcv),
+        "torch1.8 mmcv bilinear/zeros (both align_corners, opsets 11 and 13): pass with the real mmcv build",
+    )
+    other = pick(t18, case="grid_sample_op", strategy="mmcv", mode="bicubic")
+    expect(
+        other and all(r["verdict"] == "not_applicable" and r["reason"] for r in other),
+        "torch1.8 mmcv bicubic: not_applicable with a reason",
+    )
+    contrib = pick(t18, case="grid_sample_op", strategy="contrib", opset=11, rank=4)
+    expect(
+        contrib and all(r["portability"] == "ort_contrib" for r in contrib),
+        "torch1.8 contrib: labelled onnxruntime-only",
+    )
+    bad = [r for r in contrib if r["verdict"] != "pass" and r["params"]["mode"] != "bicubic"]
+    expect(contrib and not bad, "torch1.8 contrib opset 11: pass for bilinear and nearest, every padding")
+
+    t2 = load("torch2")
+    drift = pick(t2, case="grid_sample_dynamic", strategy="native", exporter="dynamo", opset=11)
+    expect(drift and all(r["verdict"] == "opset_drift" for r in drift), "torch2 dynamo native opset 11: opset_drift")
+    dyn = pick(t2, case="grid_sample_dynamic", strategy="custom", opset=16, exporter="torchscript")
+    expect(
+        dyn and all(r["verdict"] == "pass" and r["parity"]["shapes_checked"] == 3 for r in dyn),
+        "torch2 custom dynamic: pass at three shapes",
+    )
+    errors = [r for r in t18 + t2 if r["verdict"] == "harness_error"]
+    expect(not errors, f"no harness_error ({len(errors)} found)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
