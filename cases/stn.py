@@ -57,6 +57,7 @@ def stn_inputs(params: Dict[str, Any], shape: Dict[str, int], gen: torch.Generat
     shapes=({"N": 2, "H": 28, "W": 28}, {"N": 3, "H": 32, "W": 24}, {"N": 1, "H": 20, "W": 36}),
     input_names=("image",),
     dynamic_axes={"image": {0: "batch", 2: "height", 3: "width"}, "output": {0: "batch", 2: "height", 3: "width"}},
+    exporters=("torchscript",),  # dynamo x dynamic shapes costs minutes here; flow_warp_dynamo covers it
     tags=("model",),
 )
 def stn(params: Dict[str, Any], op: Any) -> nn.Module:

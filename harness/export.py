@@ -29,7 +29,11 @@ def export_onnx(
     )
     if dynamic_axes:
         kwargs["dynamic_axes"] = dynamic_axes
-    accepts_dynamo = "dynamo" in inspect.signature(torch.onnx.export).parameters
+    parameters = inspect.signature(torch.onnx.export).parameters
+    accepts_dynamo = "dynamo" in parameters
+    if exporter == "torchscript" and isinstance(model, torch.jit.ScriptModule) and "example_outputs" in parameters:
+        with torch.no_grad():  # torch < 1.10 cannot export a scripted module without its outputs
+            kwargs["example_outputs"] = model(*args)
     if exporter == "dynamo":
         if not accepts_dynamo:
             raise RuntimeError(f"torch {torch.__version__} has no dynamo exporter")

@@ -118,7 +118,6 @@ def _run_stages(
         inputs32 = _inputs(case, params, case.shapes[0], cell.seed)
         ref_model = case.model(params, reference.op()).eval()
         model = case.model(params, strategy.op()).eval().to(device=cell.device, dtype=dtype)
-        model = strategy.wrap(model, cell)
         inputs = _convert(inputs32, cell.device, dtype)
 
     with run.stage("eager", "run_failed") as entry:
@@ -132,7 +131,7 @@ def _run_stages(
 
     with run.stage("export", "export_failed"), strategy.context(cell):
         blob = export_onnx(
-            model,
+            strategy.wrap(model, cell),
             inputs,
             opset=cell.opset,
             exporter=cell.exporter,

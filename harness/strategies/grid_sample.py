@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Any, Callable, ContextManager, Dict, Iterator, Optional
+from typing import Any, Callable, ContextManager, Dict, Optional
 
 from harness.fingerprint import _dist_version, parse_version
 from harness.strategies import ORT_CONTRIB, STANDARD, Strategy, register_strategy
+from harness.strategies._symbolic import scoped_symbolic
 
 FAMILY = "grid_sample"
 MODES = ("bilinear", "nearest", "bicubic")
@@ -171,10 +172,10 @@ class Contrib(GridSampleStrategy):
         return None
 
     def export_context(self) -> ContextManager[Any]:
-        return _contrib_symbolic()
+        return scoped_symbolic("grid_sampler", _contrib_grid_sampler)
 
 
-def _contrib_grid_sampler(g: Any, input: Any, grid: Any, mode: Any, padding_mode: Any, align_corners: Any) -> Any:
+def _contrib_grid_sampler(g, input, grid, mode, padding_mode, align_corners):  # no hints: torch 1.12 reads them
     from torch.onnx import symbolic_helper
 
     mode_i = symbolic_helper._get_const(mode, "i", "mode")
@@ -188,39 +189,3 @@ def _contrib_grid_sampler(g: Any, input: Any, grid: Any, mode: Any, padding_mode
         padding_mode_s=PADDINGS[padding_i],
         align_corners_i=int(align_b),
     )
-
-
-_CONTRIB_FROM_OPSET = 7
-
-
-@contextlib.contextmanager
-def _contrib_symbolic() -> Iterator[None]:
-    """Register the symbolic for this export only, so no other cell sees it."""
-    import torch
-
-    try:  # torch < 1.13 keeps custom and built-in symbolics in one table: save what we shadow
-        from torch.onnx import symbolic_registry
-    except ImportError:
-        symbolic_registry = None
-    saved = {}
-    if symbolic_registry is not None:
-        from harness.fingerprint import _max_opset
-
-        for version in range(_CONTRIB_FROM_OPSET, _max_opset(torch) + 1):
-            if not symbolic_registry.is_registered_version("", version):
-                symbolic_registry.register_version("", version)
-        saved = {key: ops.get("grid_sampler") for key, ops in symbolic_registry._registry.items() if key[0] == ""}
-    torch.onnx.register_custom_op_symbolic("::grid_sampler", _contrib_grid_sampler, _CONTRIB_FROM_OPSET)
-    try:
-        yield
-    finally:
-        if symbolic_registry is None:
-            torch.onnx.unregister_custom_op_symbolic("::grid_sampler", _CONTRIB_FROM_OPSET)
-        else:
-            for key, ops in symbolic_registry._registry.items():
-                if key[0] != "" or ops.get("grid_sampler") is not _contrib_grid_sampler:
-                    continue
-                if saved.get(key) is None:
-                    del ops["grid_sampler"]
-                else:
-                    ops["grid_sampler"] = saved[key]
