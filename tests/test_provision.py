@@ -1,0 +1,68 @@
+"""Environments as data, interpreters found where pyenv's shims fail, and an mmcv build that fails cleanly."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+from harness.environments import Environment, MmcvSpec, load_environment, load_environments
+from harness.errors import UserError
+from harness.provision import Provisioner, find_python
+
+
+def test_the_default_environments_load_with_exact_pins():
+    envs = {e.name: e for e in load_environments(ROOT / "environments")}
+    assert {"torch1.8", "torch1.12", "torch2"} <= set(envs)
+    assert envs["torch1.8"].python == "3.8" and envs["torch1.8"].pin("torch") == "1.8.1"
+    assert envs["torch1.12"].pin("torch") == "1.12.1" and envs["torch2"].pin("onnxscript")
+    for env in envs.values():
+        assert all("==" in pin for pin in env.pins)
+    gpu = load_environments(ROOT / "environments" / "gpu", device="cuda")
+    assert gpu and all(e.device == "cuda" for e in gpu)
+
+
+def test_a_loose_pin_is_refused_with_the_fix(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('name = "bad"\npython = "3.11"\npins = ["torch>=2"]\n')
+    with pytest.raises(UserError, match="package==version"):
+        load_environment(path)
+    path.write_text('name = "bad"\npins = []\n')
+    with pytest.raises(UserError, match="missing key 'python'"):
+        load_environment(path)
+
+
+def test_venv_hash_changes_with_the_pins_only():
+    a = Environment("e", "3.11", ("x==1",))
+    assert a.venv_hash("3.11.7") == Environment("e", "3.11", ("x==1",)).venv_hash("3.11.7")
+    assert a.venv_hash("3.11.7") != Environment("e", "3.11", ("x==2",)).venv_hash("3.11.7")
+
+
+def test_find_python_returns_a_working_interpreter_of_that_version():
+    version = "%d.%d" % sys.version_info[:2]
+    exe = find_python(version)
+    out = subprocess.run([exe, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True, text=True)
+    assert out.stdout.strip() == str(sys.version_info[:2])
+
+
+def test_a_missing_interpreter_names_the_install_command():
+    with pytest.raises(UserError, match=r"pyenv install 3\.2"):
+        find_python("3.2")
+
+
+def test_a_failed_mmcv_build_leaves_the_environment_usable(tmp_path, monkeypatch):
+    monkeypatch.setenv("ONNX_COMPAT_CACHE", str(tmp_path))
+    version = "%d.%d" % sys.version_info[:2]
+    env = Environment("tiny", version, ("six==1.16.0",), mmcv=MmcvSpec("mmcv-full==0.0.1"), source="test")
+    lines = []
+    prov = Provisioner(env, log=lines.append)
+    venv = prov.venv()
+    reason = prov.mmcv_unavailable_reason(venv)
+    assert reason and "failed to build" in reason and "log:" in reason
+    assert (tmp_path / "wheels").glob("*.failed")
+    assert any("mmcv cache miss" in line for line in lines)
+    again = Provisioner(env, log=lines.append)
+    assert again.venv() == venv and "reusing" in lines[-1]
+    assert again.mmcv_unavailable_reason(venv) == reason
