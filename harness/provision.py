@@ -155,6 +155,7 @@ class Provisioner:
     ) -> List[Path]:
         mmcv = self.env.mmcv
         log_path.parent.mkdir(parents=True, exist_ok=True)
+        failed.parent.mkdir(parents=True, exist_ok=True)
         self.log(
             f"{self.env.name}: mmcv cache miss: building {mmcv.spec} with CPU ops (6-20 min on 2 cores), log {log_path}"
         )

@@ -41,7 +41,7 @@ def test_venv_hash_changes_with_the_pins_only():
 
 
 def test_find_python_returns_a_working_interpreter_of_that_version():
-    version = "%d.%d" % sys.version_info[:2]
+    version = "{}.{}".format(*sys.version_info[:2])
     exe = find_python(version)
     out = subprocess.run([exe, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True, text=True)
     assert out.stdout.strip() == str(sys.version_info[:2])
@@ -54,7 +54,7 @@ def test_a_missing_interpreter_names_the_install_command():
 
 def test_a_failed_mmcv_build_leaves_the_environment_usable(tmp_path, monkeypatch):
     monkeypatch.setenv("ONNX_COMPAT_CACHE", str(tmp_path))
-    version = "%d.%d" % sys.version_info[:2]
+    version = "{}.{}".format(*sys.version_info[:2])
     env = Environment("tiny", version, ("six==1.16.0",), mmcv=MmcvSpec("mmcv-full==0.0.1"), source="test")
     lines = []
     prov = Provisioner(env, log=lines.append)
