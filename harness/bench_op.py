@@ -71,8 +71,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     set_threads(args.threads)
     print(_environment_line(args.threads))
-    print(f"timing: median and IQR of blocks over >= {args.budget:g} s per row; peak: {RSS_METHOD} "
-          "(VmHWM growth of one call after malloc_trim; onnxruntime measured on an arena-free session)\n")
+    print(
+        f"timing: median and IQR of blocks over >= {args.budget:g} s per row; peak: {RSS_METHOD} "
+        "(VmHWM growth of one call after malloc_trim; onnxruntime measured on an arena-free session)\n"
+    )
     records: List[BenchRecord] = []
     for shape in args.shapes:
         for mode in args.modes:
@@ -82,8 +84,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 print(render_table(SHAPES[shape], mode, padding, rows), flush=True)
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"schema_version": SCHEMA_VERSION, "environment": _environment(args.threads),
-                       "records": [asdict(r) for r in records]}, fh, indent=1)
+            json.dump(
+                {
+                    "schema_version": SCHEMA_VERSION,
+                    "environment": _environment(args.threads),
+                    "records": [asdict(r) for r in records],
+                },
+                fh,
+                indent=1,
+            )
     return EXIT_OK
 
 
@@ -96,8 +105,12 @@ def _parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=2, help="torch and onnxruntime threads (default 2)")
     p.add_argument("--repeat", type=int, default=7, help="minimum timed blocks per row (default 7)")
     p.add_argument("--budget", type=float, default=1.0, help="seconds of timing per row (default 1.0)")
-    p.add_argument("--opset", type=int, default=None, help="opset of the exported graphs (default 16, or "
-                   "this torch's newest below it)")
+    p.add_argument(
+        "--opset",
+        type=int,
+        default=None,
+        help="opset of the exported graphs (default 16, or this torch's newest below it)",
+    )
     p.add_argument("--align-corners", action="store_true", help="align_corners=True (default False)")
     p.add_argument("--json", default=None, metavar="OUT", help="also write machine-readable records")
     args = p.parse_args(list(argv or []))
@@ -130,8 +143,8 @@ def bench_case(shape: Shape, mode: str, padding: str, args: argparse.Namespace) 
     grid = torch.rand((shape.n,) + shape.out + (len(shape.out),), generator=gen) * 2.1 - 1.05
     kwargs = dict(mode=mode, padding_mode=padding, align_corners=bool(args.align_corners))
     if mode == "bicubic" and len(shape.spatial) == 3:
-        return [BenchRecord(shape.name, mode, padding, "native", None, None, None, None, None,
-                            "bicubic is 4-D only in torch")]
+        note = "bicubic is 4-D only in torch"
+        return [BenchRecord(shape.name, mode, padding, "native", None, None, None, None, None, note)]
     with torch.no_grad():
         reference = F.grid_sample(x, grid, **kwargs)
     rows = []
@@ -157,8 +170,16 @@ def _measure(shape, mode, padding, impl, run, memory_run, reference, args) -> Be
         timing = time_callable(run, threads=args.threads, budget_s=args.budget, min_samples=args.repeat)
         peak = peak_rss_of(memory_run)["peak_bytes"]
     return BenchRecord(
-        shape.name, mode, padding, impl, timing.median * 1e3, timing.iqr * 1e3, timing.noisy,
-        None if peak is None else peak / 2**20, worst, "NaN positions differ" if nan_mismatch else "",
+        shape.name,
+        mode,
+        padding,
+        impl,
+        timing.median * 1e3,
+        timing.iqr * 1e3,
+        timing.noisy,
+        None if peak is None else peak / 2**20,
+        worst,
+        "NaN positions differ" if nan_mismatch else "",
     )
 
 
@@ -252,9 +273,15 @@ def _export(fn, x, grid, kwargs, opset: int) -> bytes:
     from harness.export import export_onnx
 
     try:
-        return export_onnx(_Wrap(fn, kwargs), (x, grid), opset=opset, exporter="torchscript",
-                           input_names=["input", "grid"], output_names=["output"],
-                           dynamic_axes=_dynamic_axes(x.dim()))
+        return export_onnx(
+            _Wrap(fn, kwargs),
+            (x, grid),
+            opset=opset,
+            exporter="torchscript",
+            input_names=["input", "grid"],
+            output_names=["output"],
+            dynamic_axes=_dynamic_axes(x.dim()),
+        )
     except Exception as exc:
         raise Unavailable(f"export failed: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}") from None
 
@@ -313,6 +340,8 @@ def render_table(shape: Shape, mode: str, padding: str, rows: List[BenchRecord])
     lines = [
         f"### {shape.describe()} {mode}/{padding}",
         "",
+        "vs mmcv: against mmcv in the same runtime (eager rows against `mmcv`, ORT rows against `ort-mmcv`).",
+        "",
         "| impl | median ms | IQR ms | vs native | vs mmcv | vs ORT kernel | peak MB | max abs diff | note |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
@@ -323,7 +352,8 @@ def render_table(shape: Shape, mode: str, padding: str, rows: List[BenchRecord])
         peak = "-" if r.peak_mb is None else f"{r.peak_mb:.1f}"
         note = r.note + (" noisy" if r.noisy else "")
         lines.append(
-            f"| {r.impl} | {r.median_ms:.2f} | {r.iqr_ms:.2f} | {ratio(r, 'native')} | {ratio(r, 'mmcv')} "
+            f"| {r.impl} | {r.median_ms:.2f} | {r.iqr_ms:.2f} | {ratio(r, 'native')} "
+            f"| {ratio(r, 'ort-mmcv' if r.impl.startswith('ort-') else 'mmcv')} "
             f"| {ratio(r, 'ort-kernel')} | {peak} | {r.max_abs_diff:.2e} | {note.strip()} |"
         )
     return "\n".join(lines) + "\n"
@@ -332,8 +362,13 @@ def render_table(shape: Shape, mode: str, padding: str, rows: List[BenchRecord])
 def _environment(threads: int) -> Dict[str, Any]:
     import torch
 
-    env = {"python": platform.python_version(), "torch": torch.__version__, "threads": threads,
-           "machine": platform.machine(), "cpu": _cpu_model()}
+    env = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "threads": threads,
+        "machine": platform.machine(),
+        "cpu": _cpu_model(),
+    }
     try:
         import onnxruntime
 
