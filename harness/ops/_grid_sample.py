@@ -308,6 +308,15 @@ def _pad_coordinate(x: Tensor, size: Size, plan: _Plan) -> Tensor:
     return x
 
 
+# torch < 2.1 rounds 3-D nearest ties away from zero (std::round; pytorch#97000 made it half-to-even):
+# a drop-in matches the torch it runs beside.
+_OLD_3D_NEAREST = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < (2, 1)
+
+
+def _round_half_away(x: Tensor) -> Tensor:
+    return torch.floor(x.abs() + 0.5) * torch.sign(x)
+
+
 def _round_half_even(x: Tensor, plan: _Plan) -> Tensor:
     if plan.opset is None or plan.opset >= 11:
         return torch.round(x)
@@ -335,7 +344,8 @@ def _axis(plan: _Plan, g: Tensor, size: Size) -> _Axis:
         return _Axis(taps, _cubic_weights(x - x0))
     x = _pad_coordinate(x, size, plan)
     if plan.mode == "nearest":
-        return _Axis([_frame_index(_round_half_even(x, plan), size, plan, 0)], [])
+        rounded = _round_half_away(x) if plan.volumetric and _OLD_3D_NEAREST else _round_half_even(x, plan)
+        return _Axis([_frame_index(rounded, size, plan, 0)], [])
     if plan.volumetric and plan.padding == "zeros":
         x = _finite_or_far(x, plan)
     x0 = torch.floor(x)
