@@ -103,7 +103,9 @@ def report(session: nox.Session) -> None:
     except UserError as exc:
         session.error(str(exc))
     run_env = {"PYTHONPATH": str(ROOT)}
-    args = session.posargs or ["--results", str(ROOT / "results"), "--out", str(ROOT / "reports" / "index.html")]
+    # A matrix session notifies this one with its own arguments: take only those meant for the report.
+    mine = any(a.split("=")[0] in ("--results", "--out", "--title") for a in session.posargs)
+    args = (session.posargs if mine else None) or ["--results", str(ROOT / "results"), "--out", str(ROOT / "reports" / "index.html")]
     session.run(str(venv / "bin" / "python"), "-m", "harness", "report", *args, env=run_env, external=True)
 
 

@@ -111,7 +111,7 @@ DYNAMIC_SHAPES = (
         "output": {0: "batch", 2: "out_height", 3: "out_width"},
     },
     shape_modes=("dynamic",),
-    opsets=(11, 16, 17, 18),
+    opsets=(11, 16, 18),
     tags=("op", "dynamic"),
 )
 def grid_sample_dynamic(params: Dict[str, Any], op: Any) -> torch.nn.Module:

@@ -26,7 +26,7 @@ class Options:
     threads: int = 2
     latency: bool = True
     memory: bool = True
-    latency_budget_s: float = 0.05
+    latency_budget_s: float = 0.03
     tensorrt: bool = False
 
 

@@ -33,7 +33,7 @@ class WorkerConfig:
     memory_limit_mb: Optional[int] = None
     latency: bool = True
     memory: bool = True
-    latency_budget_s: float = 0.05
+    latency_budget_s: float = 0.03
     timeout_s: float = 300.0
     log_path: Optional[Path] = None
 

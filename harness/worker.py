@@ -38,7 +38,7 @@ def serve(argv: Optional[list] = None) -> int:
     parser.add_argument("--memory-limit-mb", type=int, default=None)
     parser.add_argument("--no-latency", action="store_true")
     parser.add_argument("--no-memory", action="store_true")
-    parser.add_argument("--latency-budget", type=float, default=0.05)
+    parser.add_argument("--latency-budget", type=float, default=0.03)
     args = parser.parse_args(argv)
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when the run stops
