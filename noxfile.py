@@ -23,7 +23,8 @@ from harness.provision import Provisioner, link_into_repo  # noqa: E402
 nox.options.sessions = ["matrix", "report"]
 nox.options.default_venv_backend = "none"
 
-CPU_ENVS = [e.name for e in load_environments(ROOT / "environments")]
+CPU_ENVS = [e.name for e in load_environments(ROOT / "environments") if e.default]
+EXTRA_ENVS = [e.name for e in load_environments(ROOT / "environments") if not e.default]
 GPU_ENVS = [e.name for e in load_environments(ROOT / "environments" / "gpu", device="cuda")]
 REPORT_PINS = ["jinja2==3.1.6", "pandas==3.1.1", "matplotlib==3.11.2", "numpy==2.4.6"]
 TEST_PINS = REPORT_PINS + [
@@ -65,12 +66,23 @@ def _provision(session: nox.Session, name: str, extra=()) -> tuple:
 @nox.parametrize("env", CPU_ENVS)
 def matrix(session: nox.Session, env: str) -> None:
     """Run the CPU matrix in one environment (all by default); arguments after -- go to `harness run`."""
+    _run_matrix(session, env)
+
+
+def _run_matrix(session: nox.Session, env: str) -> None:
     venv, run_env = _provision(session, env)
     session.run(
         str(venv / "bin" / "python"), "-m", "harness", "run", "--env", env, *session.posargs, env=run_env, external=True
     )
     if not os.environ.get("MATRIX_NO_REPORT"):  # CI jobs per environment merge their results later
         session.notify("report")
+
+
+@nox.session(python=False)
+@nox.parametrize("env", EXTRA_ENVS)
+def matrix_extra(session: nox.Session, env: str) -> None:
+    """Environments kept out of the default matrix (`default = false` in their file), one by one."""
+    _run_matrix(session, env)
 
 
 @nox.session(name="bench-gpu", python=False)
@@ -105,7 +117,12 @@ def report(session: nox.Session) -> None:
     run_env = {"PYTHONPATH": str(ROOT)}
     # A matrix session notifies this one with its own arguments: take only those meant for the report.
     mine = any(a.split("=")[0] in ("--results", "--out", "--title") for a in session.posargs)
-    args = (session.posargs if mine else None) or ["--results", str(ROOT / "results"), "--out", str(ROOT / "reports" / "index.html")]
+    args = (session.posargs if mine else None) or [
+        "--results",
+        str(ROOT / "results"),
+        "--out",
+        str(ROOT / "reports" / "index.html"),
+    ]
     session.run(str(venv / "bin" / "python"), "-m", "harness", "report", *args, env=run_env, external=True)
 
 

@@ -38,6 +38,8 @@ class Environment:
     mmcv: Optional[MmcvSpec] = None
     extra_index_urls: Tuple[str, ...] = ()
     device: str = "cpu"
+    default: bool = True
+    default: bool = True
     source: str = field(default="", compare=False)
 
     def pin(self, package: str) -> Optional[str]:
@@ -95,6 +97,7 @@ def load_environment(path: Path) -> Environment:
         mmcv=mmcv,
         extra_index_urls=tuple(data.get("extra_index_urls", ())),
         device=data.get("device", "cpu"),
+        default=bool(data.get("default", True)),
         source=str(path),
     )
 
