@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-latency", action="store_true", help="skip the latency stage")
     run.add_argument("--no-memory", action="store_true", help="skip the peak-memory stage")
     run.add_argument("--latency-budget", type=float, default=0.03, help="seconds of timing per target (default 0.03)")
+    run.add_argument("--tensorrt", action="store_true", help="prefer onnxruntime's TensorRT provider on cuda")
     run.add_argument("--quiet", action="store_true", help="no progress bar; the summary only")
 
     lst = sub.add_parser("list", help="list the cases, strategies and cells a selection names")

@@ -140,6 +140,7 @@ def run_command(args: Any) -> int:
         memory=not args.no_memory,
         latency_budget_s=args.latency_budget,
         timeout_s=args.timeout,
+        tensorrt=args.tensorrt,
         log_path=out.with_suffix(".worker.log"),
     )
     interrupted = False
@@ -195,6 +196,7 @@ def _run_inline(cells: List[CellSpec], config: Any, emit: Any, progress: Progres
             latency=config.latency,
             memory=config.memory,
             latency_budget_s=config.latency_budget_s,
+            tensorrt=config.tensorrt,
         ),
     )
     for cell in cells:

@@ -35,6 +35,7 @@ class WorkerConfig:
     memory: bool = True
     latency_budget_s: float = 0.03
     timeout_s: float = 300.0
+    tensorrt: bool = False
     log_path: Optional[Path] = None
 
     def command(self) -> List[str]:
@@ -57,6 +58,8 @@ class WorkerConfig:
             cmd.append("--no-latency")
         if not self.memory:
             cmd.append("--no-memory")
+        if self.tensorrt:
+            cmd.append("--tensorrt")
         return cmd
 
 

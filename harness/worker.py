@@ -38,6 +38,7 @@ def serve(argv: Optional[list] = None) -> int:
     parser.add_argument("--memory-limit-mb", type=int, default=None)
     parser.add_argument("--no-latency", action="store_true")
     parser.add_argument("--no-memory", action="store_true")
+    parser.add_argument("--tensorrt", action="store_true")
     parser.add_argument("--latency-budget", type=float, default=0.03)
     args = parser.parse_args(argv)
 
@@ -53,6 +54,7 @@ def serve(argv: Optional[list] = None) -> int:
         latency=not args.no_latency,
         memory=not args.no_memory,
         latency_budget_s=args.latency_budget,
+        tensorrt=args.tensorrt,
     )
     executor = CellExecutor(env_name=args.env, cases_dirs=args.cases_dir, options=opts)
     proto.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
