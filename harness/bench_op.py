@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from harness.errors import UserError
+from harness.fingerprint import _cpu_name
 
 SCHEMA_VERSION = 1
 EXIT_OK, EXIT_USAGE = 0, 2
@@ -367,7 +368,7 @@ def _environment(threads: int) -> Dict[str, Any]:
         "torch": torch.__version__,
         "threads": threads,
         "machine": platform.machine(),
-        "cpu": _cpu_model(),
+        "cpu": _cpu_name(),
     }
     try:
         import onnxruntime
@@ -381,14 +382,3 @@ def _environment(threads: int) -> Dict[str, Any]:
 def _environment_line(threads: int) -> str:
     env = _environment(threads)
     return " ".join(f"{k}={v}" for k, v in env.items())
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
