@@ -101,7 +101,9 @@ def side(advice: Optional[Advice]) -> Side:
         return Side("not_run", None)
     if advice.pick is not None:
         return Side("pick", advice.pick)
-    everything_na = all(f.verdict == "not_applicable" for c in advice.ranked for f in c.failures)
+    # "missing": a candidate has no cell for a combination (an exporter a case does not sweep), not a failure
+    verdicts = [f.verdict for c in advice.ranked for f in c.failures]
+    everything_na = "not_applicable" in verdicts and all(v in ("not_applicable", "missing") for v in verdicts)
     return Side("not_applicable" if everything_na else "none", None)
 
 
