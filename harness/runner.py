@@ -156,11 +156,17 @@ class WorkerPool:
         self.workers = [Worker(self.config) for _ in range(min(self.size, len(queue)))]
         try:
             while queue or any(w.cell for w in self.workers):
-                for w in self.workers:
+                for w in list(self.workers):
                     if w.ready and w.cell is None and queue:
                         cell = queue.pop()
                         on_start(cell)
-                        w.send(cell)
+                        try:
+                            w.send(cell)
+                        except (BrokenPipeError, OSError):  # it died after its last answer: retry elsewhere
+                            w.cell = None
+                            queue.append(cell)
+                            w.kill()
+                            self.workers[self.workers.index(w)] = Worker(self.config)
                 self._wait(on_outcome)
         finally:
             for w in self.workers:
