@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from harness import __version__
+from harness.cli import EXIT_HARNESS_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from harness.errors import UserError
 from harness.progress import Progress
 from harness.registry import Case, get_case, load_cases
 from harness.results import ResultsWriter, done_keys, resume_key
 from harness.spec import CellSpec, Selection, expand, parse_shard, select_list
 
-EXIT_OK, EXIT_HARNESS_ERROR, EXIT_INTERRUPTED = 0, 1, 130
 KNOWN = {
     "exporter": ("torchscript", "dynamo"),
     "shape_mode": ("static", "dynamic"),
@@ -83,6 +83,7 @@ def plan_cells(args: Any) -> Tuple[Any, List[CellSpec], Dict[str, Case]]:
 
 def run_command(args: Any) -> int:
     from harness.export import dynamo_available
+    from harness.pipeline import Options
     from harness.plan import not_applicable_reason
     from harness.runner import WorkerConfig, WorkerPool, make_record, now_iso
     from harness.strategies import get_strategy
@@ -133,14 +134,16 @@ def run_command(args: Any) -> int:
 
     config = WorkerConfig(
         env=env.name,
+        options=Options(
+            threads=args.threads,
+            latency=not args.no_latency,
+            memory=not args.no_memory,
+            latency_budget_s=args.latency_budget,
+            tensorrt=args.tensorrt,
+        ),
         cases_dirs=args.cases_dir,
-        threads=args.threads,
         memory_limit_mb=args.memory_limit_mb,
-        latency=not args.no_latency,
-        memory=not args.no_memory,
-        latency_budget_s=args.latency_budget,
         timeout_s=args.timeout,
-        tensorrt=args.tensorrt,
         log_path=out.with_suffix(".worker.log"),
     )
     interrupted = False
@@ -185,20 +188,9 @@ def _cuda_check(cells: List[CellSpec]) -> Optional[str]:
 
 def _run_inline(cells: List[CellSpec], config: Any, emit: Any, progress: Progress) -> None:
     from harness.execute import CellExecutor
-    from harness.pipeline import Options
     from harness.runner import now_iso
 
-    executor = CellExecutor(
-        config.env,
-        config.cases_dirs,
-        Options(
-            threads=config.threads,
-            latency=config.latency,
-            memory=config.memory,
-            latency_budget_s=config.latency_budget_s,
-            tensorrt=config.tensorrt,
-        ),
-    )
+    executor = CellExecutor(config.env, config.cases_dirs, config.options)
     for cell in cells:
         progress.started(cell.label())
         started, t0 = now_iso(), time.monotonic()

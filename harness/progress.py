@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections
 import sys
 import time
-from typing import Any, Dict, Optional, TextIO
+from typing import Dict, Optional, TextIO
 
 
 class Progress:
@@ -81,7 +81,3 @@ def _duration(seconds: float) -> str:
         return f"{minutes}m{secs:02d}s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h{minutes:02d}m"
-
-
-def summarise_records(records: Any) -> Dict[str, int]:
-    return dict(collections.Counter(r["verdict"] for r in records))

@@ -10,12 +10,13 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 from harness import SCHEMA_VERSION, __version__
 from harness.fingerprint import EnvInfo
+from harness.pipeline import Options
 from harness.spec import CellSpec
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -28,38 +29,18 @@ def now_iso() -> str:
 @dataclass
 class WorkerConfig:
     env: str
+    options: Options = field(default_factory=Options)
     cases_dirs: Sequence[str] = ()
-    threads: int = 2
     memory_limit_mb: Optional[int] = None
-    latency: bool = True
-    memory: bool = True
-    latency_budget_s: float = 0.03
     timeout_s: float = 300.0
-    tensorrt: bool = False
     log_path: Optional[Path] = None
 
     def command(self) -> List[str]:
-        cmd = [
-            sys.executable,
-            "-m",
-            "harness.worker",
-            "--env",
-            self.env,
-            "--threads",
-            str(self.threads),
-            "--latency-budget",
-            str(self.latency_budget_s),
-        ]
+        cmd = [sys.executable, "-m", "harness.worker", "--env", self.env, "--options", json.dumps(asdict(self.options))]
         for d in self.cases_dirs:
             cmd += ["--cases-dir", str(d)]
         if self.memory_limit_mb:
             cmd += ["--memory-limit-mb", str(self.memory_limit_mb)]
-        if not self.latency:
-            cmd.append("--no-latency")
-        if not self.memory:
-            cmd.append("--no-memory")
-        if self.tensorrt:
-            cmd.append("--tensorrt")
         return cmd
 
 
@@ -67,7 +48,7 @@ class Worker:
     def __init__(self, config: WorkerConfig) -> None:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
-        env.setdefault("OMP_NUM_THREADS", str(config.threads))
+        env.setdefault("OMP_NUM_THREADS", str(config.options.threads))
         self._log = open(config.log_path, "ab") if config.log_path else subprocess.DEVNULL
         self.proc = subprocess.Popen(
             config.command(),

@@ -34,12 +34,8 @@ def serve(argv: Optional[list] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.worker")
     parser.add_argument("--env", required=True)
     parser.add_argument("--cases-dir", action="append", default=[])
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--options", default="{}", help="harness.pipeline.Options as JSON")
     parser.add_argument("--memory-limit-mb", type=int, default=None)
-    parser.add_argument("--no-latency", action="store_true")
-    parser.add_argument("--no-memory", action="store_true")
-    parser.add_argument("--tensorrt", action="store_true")
-    parser.add_argument("--latency-budget", type=float, default=0.03)
     args = parser.parse_args(argv)
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when the run stops
@@ -49,13 +45,7 @@ def serve(argv: Optional[list] = None) -> int:
     from harness.execute import CellExecutor
     from harness.pipeline import Options
 
-    opts = Options(
-        threads=args.threads,
-        latency=not args.no_latency,
-        memory=not args.no_memory,
-        latency_budget_s=args.latency_budget,
-        tensorrt=args.tensorrt,
-    )
+    opts = Options(**json.loads(args.options))
     executor = CellExecutor(env_name=args.env, cases_dirs=args.cases_dir, options=opts)
     proto.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
     for line in sys.stdin:
