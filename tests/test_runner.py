@@ -118,6 +118,11 @@ def _grid_args(out, *extra):
     )
 
 
+def _timed_grid_args(out):
+    args = [a for a in _grid_args(out) if a != "--no-latency"]
+    return (*args, "--latency-budget", "0.3")
+
+
 def test_resume_skips_finished_cells_and_rerun_repeats_them(tmp_path):
     out = tmp_path / "r.jsonl"
     first = run_harness(*_grid_args(out))
@@ -134,7 +139,8 @@ def test_interrupted_run_keeps_records_and_resumes(tmp_path):
     out = tmp_path / "r.jsonl"
     env = dict(os.environ, PYTHONPATH=str(ROOT), HARNESS_ENV="testenv")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "harness", *_grid_args(out)],
+        # with timing on, each cell lasts long enough for the interrupt to land mid-run
+        [sys.executable, "-m", "harness", *_timed_grid_args(out)],
         env=env,
         cwd=str(ROOT),
         stdout=subprocess.PIPE,
