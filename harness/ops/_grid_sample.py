@@ -255,6 +255,8 @@ def _clip(x: Tensor, size: Size, plan: _Plan) -> Tensor:
     if plan.inplace and not isinstance(size, Tensor):
         return x.nan_to_num_(nan=size - 1 if plan.volumetric else 0.0).clamp_(0, size - 1)
     hi, zero = _const(size - 1, x), _const(0.0, x)
+    if plan.exporting:  # one Where instead of two (Max/Min keep NaN; graphs need no gradient rule)
+        return torch.where(torch.isnan(x), hi if plan.volumetric else zero, torch.min(torch.max(x, zero), hi))
     if plan.volumetric:  # std::min(S-1, std::max(x, 0)): NaN ends at S-1
         return _where_gt(_where_lt(x, hi), zero)
     return _where_lt(_where_gt(x, zero), hi)  # vectorised clamp: NaN ends at 0
@@ -376,8 +378,13 @@ def _frame_index(x: Tensor, size: Size, plan: _Plan, reach: int) -> Tensor:
         hi = size + plan.pad - 1 - reach
         x = x.detach()  # integer indices carry no gradient, so this buffer may be reused in place
         return x.nan_to_num_(nan=lo, posinf=hi, neginf=lo).clamp_(lo, hi).to(plan.index_dtype)
+    if plan.padding != "zeros":
+        return x.to(plan.index_dtype)  # clipped into [0, S-1] already; the frame holds every reach
+    # Max/Min cost a tenth of Greater+Where in onnxruntime but keep NaN, which the round trip through
+    # int32 turns into some finite value first (any value will do: both sides of the frame read zeros)
+    finite = x.to(torch.int32).to(x.dtype)
     hi_t = _const(size + (plan.pad - 1 - reach), x)
-    return _where_lt(_where_gt(x, _const(float(lo), x)), hi_t).to(plan.index_dtype)
+    return torch.min(torch.max(finite, _const(float(lo), x)), hi_t).to(plan.index_dtype)
 
 
 def _cubic_weights(t: Tensor) -> List[Tensor]:
@@ -423,7 +430,7 @@ def _sample_in_chunks(reader: _Reader, grid: Tensor, sizes: Sequence[Size], plan
 
 def _sample(reader: _Reader, grid: Tensor, sizes: Sequence[Size], plan: _Plan) -> Tensor:
     padded = [s + 2 * plan.pad for s in sizes]  # W', H'[, D']
-    axes = [_axis(plan, grid[..., d], size) for d, size in enumerate(sizes)]
+    axes = [_axis(plan, g, size) for g, size in zip(_coordinates(grid, plan), sizes)]
     order = axes[::-1]  # slowest axis first (z, y, x), the order of torch's loops and of flat indices
     if plan.mode == "nearest":
         return reader.finish(reader.read(_combine([a.taps[0] for a in order], padded, reader.offset, plan)))
@@ -441,6 +448,16 @@ def _sample(reader: _Reader, grid: Tensor, sizes: Sequence[Size], plan: _Plan) -
         part = reader.weighted_sum(terms[k : k + group])
         total = part if total is None else total + part
     return reader.finish(total)
+
+
+def _coordinates(grid: Tensor, plan: _Plan) -> List[Tensor]:
+    """x, y[, z] planes of the grid: strided views in eager mode; in graphs one Transpose and contiguous
+    slices, since onnxruntime gathers a last-axis slice element by element (4x slower at N16 256x256)."""
+    dims = grid.shape[-1]
+    if not plan.exporting:
+        return [grid[..., d] for d in range(dims)]
+    moved = grid.permute((grid.dim() - 1,) + tuple(range(grid.dim() - 1)))
+    return [moved[d] for d in range(dims)]
 
 
 def _combine(indices: List[Tensor], padded: Sequence[Size], offset: Optional[Tensor], plan: _Plan) -> Tensor:
