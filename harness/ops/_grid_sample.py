@@ -86,10 +86,12 @@ class _Plan:
     def __init__(self, mode: str, padding: str, align: bool, input: Tensor, grid: Tensor) -> None:
         self.mode, self.padding, self.align = mode, padding, align
         self.volumetric = input.dim() == 5
-        self.fused = not self.volumetric and input.dtype == torch.float32  # see _fma
         self.pad = _PAD[mode]
         self.opset = _onnx_opset()
         self.exporting = _tracing() or _exporting()
+        # see _fma; graphs emulate it only where a pick depends on it (nearest): for the interpolating modes
+        # it moves results by an ulp and costs onnxruntime four float64 passes per axis
+        self.fused = not self.volumetric and input.dtype == torch.float32 and (not self.exporting or mode == "nearest")
         watched = torch.is_grad_enabled() and (input.requires_grad or grid.requires_grad)
         self.inplace = not (watched or self.exporting)  # may update large temporaries in place
         self.layout = _layout(_static_channels(input), self.exporting, self.opset, mode)
@@ -441,13 +443,17 @@ def _sample(reader: _Reader, grid: Tensor, sizes: Sequence[Size], plan: _Plan) -
         rows = [(_Corners(order, padded, reader, plan, reuse=looped and plan.inplace), None)]
     if reader.layout == "channels" and not plan.exporting:  # eager: one gather per tap, in place
         return reader.finish(_loop_sum(rows, reader, plan))
-    terms = [term for row, row_weight in rows for term in _weighted(row, row_weight)]
+    if reader.layout == "channels" and plan.mode == "bilinear":  # graphs: indices from one broadcast Add
+        corners = rows[0][0]
+        base, terms = corners.base, list(corners.offsets())
+    else:
+        base, terms = None, [term for row, row_weight in rows for term in _weighted(row, row_weight)]
     group = GRAPH_TAPS_PER_GATHER if reader.layout == "channels" else len(terms)
     total = None
-    for k in range(0, len(terms), group):
-        part = reader.weighted_sum(terms[k : k + group])
+    for k in range(0, len(terms), group):  # shaped before summing: the last Add writes the output itself
+        part = reader.finish(reader.weighted_sum(terms[k : k + group], base))
         total = part if total is None else total + part
-    return reader.finish(total)
+    return total
 
 
 def _coordinates(grid: Tensor, plan: _Plan) -> List[Tensor]:
@@ -479,11 +485,22 @@ class _Corners:
         self.units = [_numel(padded[:k]) for k in range(len(padded))][::-1]  # H'W'?, W', 1
         self.order, self.reuse = order, reuse
 
-    def __iter__(self):
-        index_buffer = weight_buffer = None
+    def _corners(self):
         for bits in itertools.product((0, 1), repeat=len(self.order)):
             step = sum(u for b, u in zip(bits, self.units) if b)
-            factors = [a.weights[b] for a, b in zip(self.order[::-1], bits[::-1])]  # x, y[, z]
+            yield bits, step, [a.weights[b] for a, b in zip(self.order[::-1], bits[::-1])]  # x, y[, z]
+
+    def offsets(self):
+        """(step, weight) per corner, for graphs that add every step to `base` in one broadcast."""
+        for _, step, factors in self._corners():
+            weight = factors[0] * factors[1]
+            for f in factors[2:]:
+                weight = weight * f
+            yield step, weight
+
+    def __iter__(self):
+        index_buffer = weight_buffer = None
+        for bits, step, factors in self._corners():
             if self.reuse:
                 index = torch.add(self.base, step, out=index_buffer) if any(bits) else self.base
                 index_buffer = index if any(bits) else index_buffer
@@ -597,11 +614,18 @@ class _Reader:
     def spread(self, w: Tensor) -> Tensor:
         return w.reshape(self.weight_shape)
 
-    def weighted_sum(self, terms) -> Tensor:
+    def weighted_sum(self, terms, base: Optional[Tensor] = None) -> Tensor:
         """These taps in one embedding_bag (eager rows), one Gather and a batched MatMul (graph rows, where
-        it beats per-tap Mul and Add by a third), or one GatherElements (graph channels-first)."""
+        it beats per-tap Mul and Add by a third), or one GatherElements (graph channels-first). Terms are
+        (index, weight), or (step, weight) with the `base` index every step is added to."""
         indices, weights = zip(*terms)
         k = len(indices)
+        if base is not None:  # one Add broadcasts base x steps x channels: no Concat, no Expand
+            steps = torch.stack([_const(step, base) for step in indices]).view(1, 1, k, 1)
+            index = (base.reshape(self.n, 1, 1, -1) + steps.expand(1, self.c, k, 1)).reshape(self.n, self.c, -1)
+            values = torch.gather(self.table, 2, index)
+            weight = torch.stack([w.reshape(self.index_shape) for w in weights], 2)  # (N, 1, K, P)
+            return (values.reshape(self.expanded[:2] + (k,) + self.expanded[2:]) * weight).sum(2)
         if self.layout == "rows":
             index = torch.stack([i.reshape(self.index_shape) for i in indices], 1)  # (rows, K)
             weight = torch.stack([w.reshape(self.index_shape) for w in weights], 1)
