@@ -12,6 +12,7 @@ import argparse
 import json
 import platform
 import sys
+import time
 import warnings
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -20,6 +21,7 @@ from harness.errors import UserError
 from harness.fingerprint import _cpu_name
 
 SCHEMA_VERSION = 1
+SETTLE_S = 0.05
 EXIT_OK, EXIT_USAGE = 0, 2
 IMPLS = ("native", "custom", "mmcv", "ort-kernel", "ort-custom", "ort-mmcv")
 
@@ -73,7 +75,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     set_threads(args.threads)
     print(_environment_line(args.threads))
     print(
-        f"timing: median and IQR of blocks over >= {args.budget:g} s per row; peak: {RSS_METHOD} "
+        f"timing: median and IQR of blocks over >= {args.budget:g} s per row, in {args.rounds} interleaved "
+        f"rounds; peak: {RSS_METHOD} "
         "(VmHWM growth of one call after malloc_trim; onnxruntime measured on an arena-free session)\n"
     )
     records: List[BenchRecord] = []
@@ -107,6 +110,13 @@ def _parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     p.add_argument("--repeat", type=int, default=7, help="minimum timed blocks per row (default 7)")
     p.add_argument("--budget", type=float, default=1.0, help="seconds of timing per row (default 1.0)")
     p.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="interleave the rows' timing in this many rounds, so a slow spell of a shared machine hits "
+        "every row alike (default 3)",
+    )
+    p.add_argument(
         "--opset",
         type=int,
         default=None,
@@ -119,8 +129,8 @@ def _parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     args.modes = _choices(args.modes, ("bilinear", "nearest", "bicubic"), "--modes")
     args.paddings = _choices(args.paddings, ("zeros", "border", "reflection"), "--paddings")
     args.impls = _choices(args.impls, IMPLS, "--impls")
-    if args.threads < 1 or args.repeat < 1:
-        raise UserError("--threads and --repeat must be at least 1")
+    if args.threads < 1 or args.repeat < 1 or args.rounds < 1:
+        raise UserError("--threads, --repeat and --rounds must be at least 1")
     return args
 
 
@@ -148,27 +158,57 @@ def bench_case(shape: Shape, mode: str, padding: str, args: argparse.Namespace) 
         return [BenchRecord(shape.name, mode, padding, "native", None, None, None, None, None, note)]
     with torch.no_grad():
         reference = F.grid_sample(x, grid, **kwargs)
-    rows = []
+    runners, unavailable = {}, {}
     for impl in args.impls:
         try:
-            run, memory_run = _make(impl, x, grid, kwargs, args)
-            rows.append(_measure(shape, mode, padding, impl, run, memory_run, reference, args))
+            runners[impl] = _make(impl, x, grid, kwargs, args)
         except Unavailable as exc:
-            rows.append(BenchRecord(shape.name, mode, padding, impl, None, None, None, None, None, str(exc)))
+            unavailable[impl] = str(exc)
+    times = _interleaved_times({impl: run for impl, (run, _) in runners.items()}, args)
+    rows = []
+    for impl in args.impls:
+        if impl in unavailable:
+            rows.append(BenchRecord(shape.name, mode, padding, impl, None, None, None, None, None, unavailable[impl]))
+            continue
+        run, memory_run = runners[impl]
+        rows.append(_measure(shape, mode, padding, impl, run, memory_run, times[impl], reference))
     return rows
 
 
-def _measure(shape, mode, padding, impl, run, memory_run, reference, args) -> BenchRecord:
+def _interleaved_times(runs: Dict[str, Callable[[], Any]], args: argparse.Namespace) -> Dict[str, Any]:
+    """Each row's per-call times, sampled in `rounds` passes over all rows in turn, pooled per row."""
     import torch
 
-    from harness.measure import peak_rss_of, time_callable
+    from harness.measure import Measurement, time_callable
+
+    pooled: Dict[str, Any] = {}
+    with torch.no_grad():
+        for _ in range(args.rounds):
+            for impl, run in runs.items():
+                time.sleep(SETTLE_S)  # the previous row's spinning threads (torch's, onnxruntime's) park
+                m = time_callable(
+                    run,
+                    threads=args.threads,
+                    budget_s=args.budget / args.rounds,
+                    min_samples=max(1, -(-args.repeat // args.rounds)),
+                )
+                if impl in pooled:
+                    pooled[impl].times.extend(m.times)
+                else:
+                    pooled[impl] = Measurement(times=list(m.times), number=m.number, threads=args.threads)
+    return pooled
+
+
+def _measure(shape, mode, padding, impl, run, memory_run, timing, reference) -> BenchRecord:
+    import torch
+
+    from harness.measure import peak_rss_of
 
     with torch.no_grad():
         out = torch.as_tensor(run())
         diff = (out - reference).abs()
         nan_mismatch = bool((torch.isnan(out) != torch.isnan(reference)).any())
         worst = float(diff[~torch.isnan(diff)].max()) if diff.numel() else 0.0
-        timing = time_callable(run, threads=args.threads, budget_s=args.budget, min_samples=args.repeat)
         peak = peak_rss_of(memory_run)["peak_bytes"]
     return BenchRecord(
         shape.name,

@@ -148,3 +148,18 @@ def test_bench_op_measures_every_runtime_on_a_tiny_shape(capsys):
     table = render_table(shape, "bilinear", "zeros", list(rows.values()))
     assert "| ort-custom |" in table and "vs ORT kernel" in table
     assert main(["--shapes", "huge"]) == 2 and "--shapes huge: unknown" in capsys.readouterr().err
+
+
+def test_bench_op_interleaves_rows_and_pools_their_samples(monkeypatch):
+    """Every round times every row in turn, so a slow spell of the machine lands on all rows alike."""
+    import harness.bench_op as bench_op
+
+    monkeypatch.setattr(bench_op, "SETTLE_S", 0.0)
+    log = []
+    runs = {name: (lambda name=name: log.append(name)) for name in ("a", "b", "c")}
+    args = bench_op._parse(["--budget", "0", "--repeat", "4", "--rounds", "2"])
+    times = bench_op._interleaved_times(runs, args)
+    changes = [name for k, name in enumerate(log) if k == 0 or log[k - 1] != name]
+    assert changes == ["a", "b", "c", "a", "b", "c"]
+    assert all(len(m.times) == 2 * 2 for m in times.values())  # --repeat 4 over 2 rounds, pooled
+    assert bench_op.main(["--rounds", "0"]) == 2

@@ -96,8 +96,9 @@ class _Plan:
         self.inplace = not (watched or self.exporting)  # may update large temporaries in place
         self.layout = _layout(_static_channels(input), self.exporting, self.opset, mode)
         # int32 indices halve onnxruntime's index traffic (eager torch widens them first, so gains nothing);
-        # torch.gather takes them from 2.x; a per-plane index fits, a rows index spans the batch: int64
-        narrow = self.exporting and self.layout == "channels" and _INT32_GATHER
+        # torch.gather takes them from 2.x, index_select always; a rows index spans the batch, which would
+        # overflow only past 2**31 framed pixels of the whole batch
+        narrow = self.exporting and (self.layout == "rows" or _INT32_GATHER)
         self.index_dtype = torch.int32 if narrow else torch.int64
 
 
@@ -641,8 +642,9 @@ class _Reader:
     def finish(self, out: Tensor) -> Tensor:
         if self.layout != "rows":
             return out.reshape((self.n, self.c) + self.points)
-        out = out.reshape(self.n, _numel(self.points), self.c).transpose(1, 2)
-        return out.reshape((self.n, self.c) + self.points)
+        last = len(self.points) + 1  # channels-last to first as the final op: its output is the result
+        out = out.reshape((self.n,) + self.points + (self.c,)).permute((0, last) + tuple(range(1, last)))
+        return out.contiguous()
 
 
 def _numel(shape: Sequence[Size]) -> Size:
