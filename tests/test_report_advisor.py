@@ -192,3 +192,23 @@ def test_rank_is_stable_by_name_on_a_full_tie() -> None:
 def test_geomean_ignores_what_cannot_be_averaged() -> None:
     assert geomean([2.0, 0.5, None, 0.0, float("nan")]) == pytest.approx(1.0)
     assert geomean([]) is None
+
+
+def test_a_candidate_that_never_applies_is_not_ranked() -> None:
+    records = (
+        [rec("native", p, "not_applicable", exporter="dynamo") for p in COMBOS]
+        + [rec("native", p, ort=0.001) for p in COMBOS]
+        + [rec("custom", COMBOS[0], "mismatch"), rec("custom", COMBOS[1], "not_applicable")]
+    )
+    advice = advise(build_frame(records))[0]
+    assert [(c.strategy, c.exporter) for c in advice.ranked] == [("native", "torchscript"), ("custom", "torchscript")]
+    assert [(c.strategy, c.exporter) for c in advice.inapplicable] == [("native", "dynamo")]
+
+
+def test_a_group_where_nothing_applies_says_so() -> None:
+    from harness.report.upgrade import side
+
+    advice = advise(build_frame([rec("mmcv", p, "not_applicable") for p in COMBOS]))[0]
+    assert advice.ranked == () and advice.pick is None
+    assert advice.why == "nothing applies here"
+    assert side(advice).state == "not_applicable"

@@ -72,6 +72,7 @@ class Advice:
     latency_ref: str
     memory_ref: str
     why: str
+    inapplicable: Tuple[Candidate, ...] = ()  # candidates none of whose cells could apply: not ranked
 
     @property
     def pick(self) -> Optional[Candidate]:
@@ -140,6 +141,12 @@ def candidates(group: pd.DataFrame, lat: pd.DataFrame, mem: pd.DataFrame) -> Lis
     return found
 
 
+def never_applies(c: Candidate) -> bool:
+    """Every cell not applicable (or absent): an exporter this torch lacks, say; nothing to rank."""
+    verdicts = [f.verdict for f in c.failures]
+    return not c.passed and "not_applicable" in verdicts and set(verdicts) <= {"not_applicable", "missing"}
+
+
 def _ops(c: Candidate) -> str:
     return PORTABILITY_SHORT.get(c.portability, c.portability)
 
@@ -150,7 +157,9 @@ def _passes(c: Candidate) -> str:
 
 def explain(ranked: Sequence[Candidate], latency_ref: str = "", memory_ref: str = "") -> str:
     """One line saying why the first candidate is ahead of the second."""
-    if not ranked or not ranked[0].passed:
+    if not ranked:
+        return "nothing applies here"
+    if not ranked[0].passed:
         return "nothing passes here"
     pick = ranked[0]
     head = f"{pick.name} passes {_passes(pick)} combinations with {_ops(pick)} ops"
@@ -182,7 +191,9 @@ def advise(frame: pd.DataFrame) -> List[Advice]:
     for key, group in frame.groupby(GROUP, sort=True):
         group_lat = lat.get(key, _NO_RATIOS)
         group_mem = mem.get(key, _NO_RATIOS)
-        ranked = rank(candidates(group, group_lat, group_mem))
+        found = candidates(group, group_lat, group_mem)
+        ranked = rank([c for c in found if not never_applies(c)])
+        inapplicable = tuple(rank([c for c in found if never_applies(c)]))
         lat_ref, mem_ref = main_kind(group_lat.get("ref_kind", [])), main_kind(group_mem.get("ref_kind", []))
         env, opset, device, family = key
         advice.append(
@@ -195,6 +206,7 @@ def advise(frame: pd.DataFrame) -> List[Advice]:
                 lat_ref,
                 mem_ref,
                 explain(ranked, lat_ref, mem_ref),
+                inapplicable,
             )
         )
     return advice

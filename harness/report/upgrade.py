@@ -102,7 +102,7 @@ def side(advice: Optional[Advice]) -> Side:
     if advice.pick is not None:
         return Side("pick", advice.pick)
     # "missing": a candidate has no cell for a combination (an exporter a case does not sweep), not a failure
-    verdicts = [f.verdict for c in advice.ranked for f in c.failures]
+    verdicts = [f.verdict for c in advice.ranked + advice.inapplicable for f in c.failures]
     everything_na = "not_applicable" in verdicts and all(v in ("not_applicable", "missing") for v in verdicts)
     return Side("not_applicable" if everything_na else "none", None)
 
