@@ -15,7 +15,7 @@ from harness.cli import EXIT_HARNESS_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from harness.errors import UserError
 from harness.progress import Progress
 from harness.registry import Case, get_case, load_cases
-from harness.results import ResultsWriter, done_keys, resume_key
+from harness.results import ResultsWriter, code_hash, done_keys, resume_key
 from harness.spec import CellSpec, Selection, expand, parse_shard, select_list
 
 KNOWN = {
@@ -98,8 +98,8 @@ def run_command(args: Any) -> int:
         else Path(args.results_dir) / (env.name + (f".shard-{shard[0]}-of-{shard[1]}" if shard else "") + ".jsonl")
     )
     done = set() if args.rerun else done_keys(out)
-    fp_hash = env.fingerprint_hash()
-    todo = [c for c in cells if resume_key(c.cell_id, fp_hash, __version__) not in done]
+    fp_hash, code = env.fingerprint_hash(), code_hash(args.cases_dir)
+    todo = [c for c in cells if resume_key(c.cell_id, fp_hash, __version__, code) not in done]
     skipped = len(cells) - len(todo)
     run_id = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:4]
     if not args.quiet:
@@ -118,6 +118,7 @@ def run_command(args: Any) -> int:
         nonlocal harness_errors
         strategy = get_strategy(cell.family, cell.strategy)
         record = make_record(cell, body, env, strategy.portability, cases[cell.case].tags, run_id, started, wall)
+        record["code_hash"] = code
         writer.write(record)
         progress.finished(record["verdict"], wall, ran)
         harness_errors += record["verdict"] == "harness_error"

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
 from pathlib import Path
-from typing import Any, Dict, Iterator, Set, Tuple
+from typing import Any, Dict, Iterator, Sequence, Set, Tuple
 
 from harness import SCHEMA_VERSION
 
@@ -65,17 +66,42 @@ def read_records(path: Path) -> Iterator[Dict[str, Any]]:
                 yield record
 
 
-def resume_key(cell_id: str, fingerprint_hash: str, harness_version: str) -> Tuple[str, str, str]:
-    return (cell_id, fingerprint_hash, harness_version)
+def resume_key(cell_id: str, fingerprint_hash: str, harness_version: str, code: str = "") -> Tuple[str, str, str]:
+    return (cell_id, fingerprint_hash, f"{harness_version}+{code}")
 
 
 def done_keys(path: Path) -> Set[Tuple[str, str, str]]:
-    """Cells already measured in this file with the same environment and harness version."""
+    """Cells already measured in this file with the same environment, harness version and code."""
     if not Path(path).exists():
         return set()
     keys = set()
     for r in read_records(path):
         if r.get("verdict") in ("harness_error",):
             continue  # a bug of ours: always worth another try
-        keys.add(resume_key(r.get("cell_id", ""), r.get("fingerprint_hash", ""), r.get("harness_version", "")))
+        keys.add(
+            resume_key(
+                r.get("cell_id", ""),
+                r.get("fingerprint_hash", ""),
+                r.get("harness_version", ""),
+                r.get("code_hash", ""),
+            )
+        )
     return keys
+
+
+# What a cell's result depends on besides its spec and environment: the harness code that measures it and
+# the case files. The page and bench-op are left out, so editing them keeps every record.
+_NOT_MEASURING = ("report", "bench_op.py", "progress.py", "__pycache__")
+
+
+def code_hash(cases_dirs: Sequence[str] = ()) -> str:
+    """A short hash of the harness sources that measure cells and of every case file in use."""
+    package = Path(__file__).resolve().parent
+    files = [f for f in sorted(package.rglob("*.py")) if not set(f.relative_to(package).parts) & set(_NOT_MEASURING)]
+    for folder in [package.parent / "cases", *map(Path, cases_dirs)]:
+        files.extend(sorted(Path(folder).glob("*.py")))
+    digest = hashlib.sha256()
+    for f in files:
+        if f.is_file():
+            digest.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
