@@ -34,7 +34,7 @@ def _params() -> Tuple[Dict[str, Any], ...]:
 def special_points(size: int, align_corners: bool, grid_range: float) -> torch.Tensor:
     """Normalised coordinates that break careless rewrites: borders, beyond them, and half-pixel ties."""
     ties = []
-    for k in range(-1, size):
+    for k in [-4, *range(-1, size), size + 2]:  # ties inside, on the borders, and beyond them (reflected)
         pixel = k + 0.5
         ties.append(2 * pixel / (size - 1) - 1 if align_corners else (2 * pixel + 1) / size - 1)
     edges = [-1.0, 1.0, -grid_range, grid_range, 0.0, -1.0 - 0.5 / size, 1.0 + 0.5 / size, -3.0, 3.0]
