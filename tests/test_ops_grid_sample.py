@@ -291,6 +291,22 @@ def test_gradient_at_borders_is_zero_like_native():
             assert torch.all(grads[0][..., :2, 0] == 0), (padding, align)  # the two points on the rim
 
 
+@pytest.mark.skipif(not hasattr(torch, "compile"), reason=f"torch {torch.__version__} has no torch.compile")
+def test_gradient_at_borders_under_torch_compile():
+    """torch.compile counts as a graph for the op (cheaper clamps), but autograd still needs torch's rule."""
+    torch._dynamo.reset()
+    compiled = torch.compile(grid_sample, backend="aot_eager", dynamic=False)
+    x = torch.randn(1, 1, 4, 4, dtype=torch.float64)
+    g = torch.tensor([[[[-1.0, -1.0], [1.0, 1.0], [0.3, -0.2]]]], dtype=torch.float64)
+    for padding in ("border", "reflection"):
+        grads = []
+        for fn in (compiled, F.grid_sample):
+            b = g.clone().requires_grad_()
+            fn(x, b, padding_mode=padding, align_corners=True).sum().backward()
+            grads.append(b.grad)
+        _assert_close(grads[0], grads[1], atol=1e-12, rtol=0)
+
+
 # Argument errors -------------------------------------------------------------------------------------
 
 

@@ -54,7 +54,7 @@ def _clip(x: Tensor, size: Size, plan: _Plan) -> Tensor:
     if plan.inplace and not isinstance(size, Tensor):
         return x.nan_to_num_(nan=size - 1 if plan.volumetric else 0.0).clamp_(0, size - 1)
     hi, zero = _const(size - 1, x), _const(0.0, x)
-    if plan.exporting:  # one Where instead of two (Max/Min keep NaN; graphs need no gradient rule)
+    if plan.lean:  # one Where instead of two: Max/Min keep NaN, and split the gradient at a bound
         return torch.where(torch.isnan(x), hi if plan.volumetric else zero, torch.min(torch.max(x, zero), hi))
     if plan.volumetric:  # std::min(S-1, std::max(x, 0)): NaN ends at S-1
         return _where_gt(_where_lt(x, hi), zero)
@@ -179,8 +179,12 @@ def _frame_index(x: Tensor, size: Size, plan: _Plan, reach: int) -> Tensor:
         return x.nan_to_num_(nan=lo, posinf=hi, neginf=lo).clamp_(lo, hi).to(plan.index_dtype)
     if plan.padding != "zeros":
         return x.to(plan.index_dtype)  # clipped into [0, S-1] already; the frame holds every reach
-    # Max/Min cost a tenth of Greater+Where in onnxruntime but keep NaN, which the round trip through
-    # int32 turns into some finite value first (any value will do: both sides of the frame read zeros)
+    # Max/Min cost a tenth of Greater+Where in onnxruntime but keep NaN. A round trip through int32 makes
+    # every value finite: +-inf and values beyond int32 land on either side of the frame, both zeros; NaN
+    # lands where the platform puts it (INT_MIN on x86, 0 on ARM and CUDA), which only nearest, whose
+    # output no NaN weight covers, must send to the frame itself
+    if plan.mode == "nearest":
+        x = torch.where(torch.isnan(x), _const(float(lo), x), x)
     finite = x.to(torch.int32).to(x.dtype)
     hi_t = _const(size + (plan.pad - 1 - reach), x)
     return torch.min(torch.max(finite, _const(float(lo), x)), hi_t).to(plan.index_dtype)

@@ -89,10 +89,13 @@ class _Plan:
         self.pad = _PAD[mode]
         self.opset = _onnx_opset()
         self.exporting = _tracing() or _exporting()
-        # see _fma; graphs emulate it only where a pick depends on it (nearest): for the interpolating modes
-        # it moves results by an ulp and costs onnxruntime four float64 passes per axis
-        self.fused = not self.volumetric and input.dtype == torch.float32 and (not self.exporting or mode == "nearest")
         watched = torch.is_grad_enabled() and (input.requires_grad or grid.requires_grad)
+        # a graph nobody differentiates (an ONNX export; torch.compile without autograd): cheaper ops where
+        # neither torch's gradient rule at the bounds nor the last bit can matter
+        self.lean = self.exporting and not watched
+        # see _fma; lean graphs emulate it only where a pick depends on it (nearest): for the interpolating
+        # modes it moves results by an ulp and costs onnxruntime four float64 passes per axis
+        self.fused = not self.volumetric and input.dtype == torch.float32 and (not self.lean or mode == "nearest")
         self.inplace = not (watched or self.exporting)  # may update large temporaries in place
         self.layout = _layout(_static_channels(input), self.exporting, self.opset, mode)
         # int32 indices halve onnxruntime's index traffic (eager torch widens them first, so gains nothing);

@@ -133,6 +133,7 @@ class _Reader:
         frames = (plan.pad,) * (2 * len(padded))
         self.frame, self.slowest = _numel(padded), padded[-1]
         self.layout, self.exporting, self.c, self.pad = plan.layout, plan.exporting, c, plan.pad
+        self.index_dtype = plan.index_dtype
         self.batch = n
         if self.layout == "rows":  # pad channels-first, then one (C, L) -> (L, C) transpose: fastest
             self.whole = F.pad(input, frames).reshape(n, c, self.frame).transpose(1, 2).reshape(n * self.frame, c)
@@ -148,7 +149,8 @@ class _Reader:
         if self.layout == "rows":
             self.table = self.whole if full else self.whole[n0 * self.frame : n1 * self.frame]
             self.index_shape, self.weight_shape = (n * p,), (n * p, 1)
-            batch = torch.arange(n, device=self.whole.device).view((-1,) + (1,) * len(self.points))
+            batch = torch.arange(n, device=self.whole.device).to(self.index_dtype)  # opset 9 ranges in int64
+            batch = batch.view((-1,) + (1,) * len(self.points))
             self.offset = batch * self.slowest  # on the slowest axis, so it scales to n * frame
         else:
             self.table = self.whole if full else self.whole[n0:n1]
