@@ -99,13 +99,14 @@ def main_table(out: Path, envs: List[str]) -> str:
             peaks = [(rows.get(a) or {}).get("peak_mb") for a in ("custom", "mmcv", "ort-custom", "ort-mmcv")]
             peak = "{} / {}; {} / {}".format(*("-" if v is None else f"{v:.0f}" for v in peaks))
             lines.append(
-                f"| {label} | {shape} | {_fmt(_ms(rows, 'native'))} | {_fmt(_ms(rows, 'custom'))} "
+                f"| {label} | {shape} | {_timed(rows, 'native')} | {_timed(rows, 'custom')} "
                 f"| {_ratio(_ms(rows, 'custom'), _ms(rows, 'mmcv'))} "
                 f"| {_ratio(_ms(rows, 'custom'), _ms(rows, 'native'))} "
-                f"| {_fmt(_ms(rows, 'ort-kernel'))} | {_fmt(_ms(rows, 'ort-custom'))} "
+                f"| {_timed(rows, 'ort-kernel')} | {_timed(rows, 'ort-custom')} "
                 f"| {_ratio(_ms(rows, 'ort-custom'), _ms(rows, 'ort-mmcv'))} "
                 f"| {_ratio(_ms(rows, 'ort-custom'), _ms(rows, 'ort-kernel'))} | {peak} |"
             )
+    lines.append("\n`~`: bench-op flagged the row noisy (IQR above a tenth of the median).")
     return "\n".join(lines) + "\n"
 
 
@@ -138,6 +139,12 @@ def sweep_table(out: Path, envs: List[str]) -> str:
 
 def _fmt(v: Optional[float]) -> str:
     return "-" if v is None else f"{v:.2f}"
+
+
+def _timed(rows: Dict[str, Dict], impl: str) -> str:
+    """A row's median, with `~` when bench-op flagged its samples noisy (IQR above a tenth of the median)."""
+    row = rows.get(impl) or {}
+    return _fmt(row.get("median_ms")) + ("~" if row.get("noisy") else "")
 
 
 if __name__ == "__main__":
