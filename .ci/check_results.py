@@ -62,8 +62,15 @@ def main():
         contrib and all(r["portability"] == "ort_contrib" for r in contrib),
         "torch1.8 contrib: labelled onnxruntime-only",
     )
-    bad = [r for r in contrib if r["verdict"] != "pass" and r["params"]["mode"] != "bicubic"]
-    expect(contrib and not bad, "torch1.8 contrib opset 11: pass for bilinear and nearest, every padding")
+    ties = [r for r in contrib if (r["params"]["mode"], r["params"]["padding_mode"]) == ("nearest", "reflection")]
+    bad = [r for r in contrib if r["verdict"] != "pass" and r["params"]["mode"] != "bicubic" and r not in ties]
+    expect(contrib and not bad, "torch1.8 contrib opset 11: pass for bilinear, every padding, and nearest zeros/border")
+    # onnxruntime's kernel rounds a half-pixel tie reflected from beyond the border otherwise than torch
+    tied = [r for r in ties if not r["params"]["align_corners"]]
+    expect(
+        tied and all(r["verdict"] == "mismatch" for r in tied),
+        "torch1.8 contrib opset 11 nearest/reflection: mismatch at reflected half-pixel ties (onnxruntime's rounding)",
+    )
 
     t2 = load("torch2")
     drift = pick(t2, case="grid_sample_dynamic", strategy="native", exporter="dynamo", opset=11)

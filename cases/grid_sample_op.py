@@ -70,7 +70,8 @@ class GridSampleOp(torch.nn.Module):
         return self.op(x, grid, mode=self.mode, padding_mode=self.padding_mode, align_corners=self.align_corners)
 
 
-SHAPES_4D = ({"N": 2, "C": 3, "H": 13, "W": 17, "Ho": 11, "Wo": 9, "D": 5, "Do": 4},)
+# H = 16 and W - 1 = 16: the half-pixel ties are exact binary fractions on one axis for each align_corners
+SHAPES_4D = ({"N": 2, "C": 3, "H": 16, "W": 17, "Ho": 11, "Wo": 9, "D": 5, "Do": 4},)
 
 
 @register_case(
