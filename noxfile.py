@@ -16,9 +16,9 @@ import nox
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
-from harness.environments import Environment, load_environment, load_environments  # noqa: E402
 from harness.errors import UserError  # noqa: E402
-from harness.provision import Provisioner, link_into_repo  # noqa: E402
+from harness.host.environments import Environment, load_environment, load_environments  # noqa: E402
+from harness.host.provision import Provisioner, link_into_repo  # noqa: E402
 
 nox.options.sessions = ["matrix", "report"]
 nox.options.default_venv_backend = "none"

@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
-import sys
-from typing import Any, Dict, Iterator, Tuple
+from typing import Any, Dict, Tuple
 
 import torch
 from torch import nn
@@ -138,33 +136,6 @@ def deformable_sampling(params: Dict[str, Any], op: Any) -> nn.Module:
     return DeformableSampling(op, params)
 
 
-# torchvision's tensor transforms import grid_sample by name into these modules
-_TORCHVISION_ALIASES = ("torchvision.transforms.functional_tensor", "torchvision.transforms._functional_tensor")
-
-
-@contextlib.contextmanager
-def routed_grid_sample(op: Any) -> Iterator[None]:
-    """Point torchvision's own `grid_sample` name at the strategy's operator for this call.
-
-    A bridge until the pipeline enters `harness.ops.patched(strategy)` for cases tagged "unmodified"; under
-    that patch torchvision's name no longer holds the native function and this does nothing.
-    """
-    from harness.ops import NATIVE_GRID_SAMPLE
-
-    swapped = []
-    if op is not NATIVE_GRID_SAMPLE:
-        for name in _TORCHVISION_ALIASES:
-            module = sys.modules.get(name)
-            if module is not None and getattr(module, "grid_sample", None) is NATIVE_GRID_SAMPLE:
-                module.grid_sample = op
-                swapped.append(module)
-    try:
-        yield
-    finally:
-        for module in swapped:
-            module.grid_sample = NATIVE_GRID_SAMPLE
-
-
 class TorchvisionTransform(nn.Module):
     """torchvision.transforms.functional.rotate / affine on a tensor batch, as a data pipeline calls them."""
 
@@ -178,10 +149,9 @@ class TorchvisionTransform(nn.Module):
         from torchvision.transforms import functional as TF
 
         mode = InterpolationMode.BILINEAR if self.mode == "bilinear" else InterpolationMode.NEAREST
-        with routed_grid_sample(self.op):
-            if self.transform == "rotate":
-                return TF.rotate(x, 30.0, interpolation=mode)
-            return TF.affine(x, angle=15.0, translate=[3, -2], scale=1.1, shear=[10.0, 0.0], interpolation=mode)
+        if self.transform == "rotate":  # torchvision calls grid_sample itself: the strategy's routing applies
+            return TF.rotate(x, 30.0, interpolation=mode)
+        return TF.affine(x, angle=15.0, translate=[3, -2], scale=1.1, shear=[10.0, 0.0], interpolation=mode)
 
 
 def image_inputs(params: Dict[str, Any], shape: Dict[str, int], gen: torch.Generator) -> Tuple[torch.Tensor]:

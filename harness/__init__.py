@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-SCHEMA_VERSION = 1
+__version__ = "0.2.0"
 
-from harness.registry import Case, register_case  # noqa: E402
+from harness.plan.registry import Case, register_case  # noqa: E402
 
-__all__ = ["Case", "register_case", "__version__", "SCHEMA_VERSION"]
+__all__ = ["Case", "register_case", "__version__"]

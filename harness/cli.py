@@ -1,14 +1,15 @@
-"""`python -m harness run|list|report|bench-op`: a short pipeline of small steps; an int ends it."""
+"""`python -m harness run|list|report|bench-op`: one argparse tree; each world adds its own subcommand's flags.
+
+A command returns an exit code (harness.errors.ExitCode); a UserError becomes one line on stderr and exit 2.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import List, Optional
+from typing import Any, Callable, List, Optional, Tuple
 
-from harness.errors import UserError
-
-EXIT_OK, EXIT_HARNESS_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+from harness.errors import ExitCode, UserError
 
 
 def _csv(text: str) -> List[str]:
@@ -22,13 +23,22 @@ def _csv_int(text: str) -> List[int]:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+def add_selection(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--case", type=_csv, default=[], help="case names, comma-separated")
+    p.add_argument("--family", type=_csv, default=[], help="families (grid_sample, resize, ...)")
+    p.add_argument("--strategy", type=_csv, default=[], help="strategies (native, custom, mmcv, contrib, naive)")
+    p.add_argument("--opset", type=_csv_int, default=[], help="opsets (default 9,11,13,16,17 and the newest)")
+    p.add_argument("--exporter", type=_csv, default=[], help="torchscript, dynamo")
+    p.add_argument("--shape-mode", type=_csv, default=[], help="static, dynamic")
+    p.add_argument("--device", type=_csv, default=["cpu"], help="cpu, cuda (default cpu)")
+    p.add_argument("--dtype", type=_csv, default=["float32"], help="float32, float16, ... (default float32)")
+    p.add_argument("--tag", type=_csv, default=[], help="only cases with one of these tags")
+    p.add_argument("--cases-dir", action="append", default=[], help="a folder of your own case files")
+    p.add_argument("--env", default=None, help="this environment's name in the records (default: $HARNESS_ENV)")
 
-    run = sub.add_parser("run", help="run the matrix's cells in this environment and append their records")
-    _add_selection(run)
-    run.add_argument("--env", default=None, help="this environment's name in the records (default: $HARNESS_ENV)")
+
+def add_run_arguments(run: argparse.ArgumentParser) -> None:
+    add_selection(run)
     run.add_argument("--results-dir", default="results", help="folder of the results files (default: results)")
     run.add_argument("--out", default=None, help="results file (default: RESULTS_DIR/ENV[.shard-I-of-N].jsonl)")
     run.add_argument("--shard", default=None, metavar="I/N", help="run the I-th of N deterministic slices")
@@ -43,55 +53,63 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--tensorrt", action="store_true", help="prefer onnxruntime's TensorRT provider on cuda")
     run.add_argument("--quiet", action="store_true", help="no progress bar; the summary only")
 
-    lst = sub.add_parser("list", help="list the cases, strategies and cells a selection names")
-    _add_selection(lst)
-    lst.add_argument("--cells", action="store_true", help="list every cell, not only the cases")
 
-    rep = sub.add_parser("report", help="render the HTML page from results files (no torch needed)")
-    rep.add_argument("--results", nargs="+", default=["results"], help="results files or folders")
-    rep.add_argument("--out", default="reports/index.html")
+def _run(args: argparse.Namespace) -> int:
+    from harness.run.steps import run_command
 
-    sub.add_parser("bench-op", help="benchmark grid_sample implementations side by side", add_help=False)
+    return run_command(args)
+
+
+def _list(args: argparse.Namespace) -> int:
+    from harness.run.listing import list_command
+
+    return list_command(args)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from harness.report.cli import run
+
+    return run(args)
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from harness.bench.cli import run
+
+    return run(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from harness.bench import cli as bench_cli
+    from harness.report import cli as report_cli
+
+    parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{run,list,report,bench-op}")
+    commands: List[Tuple[str, str, Callable[[argparse.ArgumentParser], Any], Callable[[argparse.Namespace], int]]] = [
+        ("run", "run the matrix's cells in this environment and append their records", add_run_arguments, _run),
+        ("list", "list the cases, strategies, cells and this environment's limits", _add_list_arguments, _list),
+        ("report", "render the HTML page from results files (no torch needed)", report_cli.add_arguments, _report),
+        ("bench-op", "benchmark grid_sample implementations side by side", bench_cli.add_arguments, _bench),
+    ]
+    for name, text, add, handler in commands:
+        p = sub.add_parser(name, help=text, description=text)
+        add(p)
+        p.set_defaults(handler=handler)
     return parser
 
 
-def _add_selection(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--case", type=_csv, default=[], help="case names, comma-separated")
-    p.add_argument("--family", type=_csv, default=[], help="families (grid_sample, resize, ...)")
-    p.add_argument("--strategy", type=_csv, default=[], help="strategies (native, custom, mmcv, contrib, naive)")
-    p.add_argument("--opset", type=_csv_int, default=[], help="opsets (default 9,11,13,16,17 and the newest)")
-    p.add_argument("--exporter", type=_csv, default=[], help="torchscript, dynamo")
-    p.add_argument("--shape-mode", type=_csv, default=[], help="static, dynamic")
-    p.add_argument("--device", type=_csv, default=["cpu"], help="cpu, cuda (default cpu)")
-    p.add_argument("--dtype", type=_csv, default=["float32"], help="float32, float16, ... (default float32)")
-    p.add_argument("--tag", type=_csv, default=[], help="only cases with one of these tags")
-    p.add_argument("--cases-dir", action="append", default=[], help="a folder of your own case files")
+def _add_list_arguments(p: argparse.ArgumentParser) -> None:
+    add_selection(p)
+    p.add_argument("--cells", action="store_true", help="list every cell, not only the cases")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["bench-op"]:
-        from harness.bench_op import main as bench_main
-
-        return bench_main(argv[1:])
-    if argv[:1] == ["report"]:
-        from harness.report import main as report_main
-
-        return report_main(argv[1:])
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
     try:
-        if args.command == "run":
-            from harness.commands import run_command
-
-            return run_command(args)
-        if args.command == "list":
-            from harness.commands import list_command
-
-            return list_command(args)
+        args = parser.parse_args(argv)
+        return int(args.handler(args))
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    return EXIT_USAGE
+        return ExitCode.INTERRUPTED

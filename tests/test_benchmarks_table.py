@@ -64,3 +64,33 @@ def test_tables_from_an_earlier_run(tmp_path):
     assert "10 / 250; 120 / 160" in row
     sweep_row = next(line for line in out.splitlines() if "nearest / border" in line)
     assert "1.50x" in sweep_row and "- (5-D GridSample needs opset 20)" in sweep_row and "1.0e-07; 0.0e+00" in sweep_row
+
+
+def test_tables_read_what_bench_op_writes(tmp_path):
+    """The JSON that bench-op's own writer produces is what the table script reads."""
+    from harness.bench.cli import write_json
+    from harness.bench.measure import BenchRecord
+
+    records = [
+        BenchRecord("fmap", "bilinear", "zeros", impl, ms, 0.01, impl == "custom", 16.0, 0.0)
+        for impl, ms in (("native", 1.0), ("custom", 3.0), ("ort-kernel", 2.0), ("ort-custom", 4.0))
+    ]
+    environment = {"python": "3.11.9", "torch": "2.13.0+cpu", "threads": 2, "onnxruntime": "1.32.0"}
+    write_json(str(tmp_path / "torch2-main.json"), environment, records)
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "grid_sample_table.py"),
+            "--from",
+            str(tmp_path),
+            "--envs",
+            "torch2",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    row = next(line for line in out.splitlines() if "| fmap |" in line)
+    cells = [c.strip() for c in row.split("|")]
+    assert cells[1:8] == ["torch2 (torch 2.13.0, ORT 1.32.0)", "fmap", "1.00", "3.00~", "-", "3.00x", "2.00"]
+    assert cells[8:11] == ["4.00", "-", "2.00x"]

@@ -7,13 +7,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from harness.fingerprint import collect
-from harness.pipeline import Options, run_cell
-from harness.plan import not_applicable_reason
-from harness.registry import all_cases, get_case, load_cases
-from harness.spec import CellSpec, canonical_params
-from harness.strategies import CUSTOM_DOMAIN, get_strategy, reference_strategy
+from harness.plan.applicable import not_applicable_reason
+from harness.plan.registry import all_cases, get_case, load_cases
+from harness.plan.spec import CellSpec, canonical_params
+from harness.strategies import CUSTOM_DOMAIN, get_strategy
 from harness.strategies.resize import interpolate
+from harness.worker.executor import CellExecutor
+from harness.worker.fingerprint import collect
+from harness.worker.options import Options
 
 load_cases()
 ENV = collect("testenv")
@@ -31,8 +32,8 @@ def cell(case, strategy, opset, exporter="torchscript", shape_mode="static", par
 
 
 def run(spec):
-    case = get_case(spec.case)
-    return run_cell(spec, case, get_strategy(spec.family, spec.strategy), reference_strategy(spec.family), ENV, OPTS)
+    """The cell through the worker\'s own executor, as its JSON record."""
+    return CellExecutor("testenv", (), OPTS).execute(spec).to_json()
 
 
 def ops(record):
@@ -81,7 +82,7 @@ def test_custom_domain_gelu_exports_one_node_that_onnxruntime_cannot_load():
 
 def test_custom_symbolics_are_torchscript_only():
     spec = cell("gelu", "custom_op", 20, exporter="dynamo")
-    reason = not_applicable_reason(spec, get_case("gelu"), get_strategy("gelu", "custom_op"), ENV, None)
+    reason = not_applicable_reason(spec, get_strategy("gelu", "custom_op"), ENV)
     assert reason and "TorchScript" in reason
 
 
@@ -112,8 +113,7 @@ def test_dynamo_refuses_the_data_dependent_branch():
 
 def test_the_eager_reference_is_not_a_cell():
     spec = cell("data_dependent_branch", "eager", 11)
-    case = get_case("data_dependent_branch")
-    assert "traced" in not_applicable_reason(spec, case, get_strategy("control_flow", "eager"), ENV, None)
+    assert "traced" in not_applicable_reason(spec, get_strategy("control_flow", "eager"), ENV)
 
 
 # resize

@@ -11,7 +11,7 @@ import pytest
 import torch
 from conftest import ROOT, run_harness
 
-from harness.ortsession import OrtSession, cuda_unavailable_reason
+from harness.worker.session import OrtSession, cuda_unavailable_reason
 
 NO_GPU = not torch.cuda.is_available() and not Path("/proc/driver/nvidia/version").exists()
 
@@ -70,7 +70,7 @@ def test_a_gpu_too_new_for_the_torch_build_is_not_applicable_with_the_reason():
 
 def test_placement_counts_nodes_per_provider_from_a_profiled_run():
     model = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.ReLU())
-    from harness.export import export_onnx
+    from harness.worker.export import export_onnx
 
     x = torch.randn(1, 1, 8, 8)
     blob = export_onnx(model, (x,), opset=13, exporter="torchscript", input_names=["x"], output_names=["y"])

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.measure import Measurement, peak_rss_of, time_callable
+from harness.worker.measure import Measurement, peak_rss_of, time_callable
 
 
 class FakeClock:
@@ -28,7 +28,8 @@ def test_block_size_grows_until_a_block_lasts_the_minimum():
     assert m.median == pytest.approx(0.001)
     assert m.iqr == pytest.approx(0.0, abs=1e-12)
     assert not m.noisy
-    assert m.to_record()["threads"] == 2
+    timing = m.timing()
+    assert timing.threads == 2 and timing.number == m.number and timing.samples == len(m.times)
 
 
 def test_warmup_calls_are_not_timed():
@@ -61,7 +62,7 @@ def test_peak_rss_sees_an_allocation_of_the_call_alone():
         return float(a.sum())
 
     result = peak_rss_of(allocate)
-    assert result["method"] == "rss-hwm-clear_refs"
-    assert 48 * 2**20 < result["peak_bytes"] < 256 * 2**20
+    assert result.method == "rss-hwm-clear_refs"
+    assert 48 * 2**20 < result.peak_bytes < 256 * 2**20
     small = peak_rss_of(lambda: None)
-    assert small["peak_bytes"] < 16 * 2**20
+    assert small.peak_bytes < 16 * 2**20

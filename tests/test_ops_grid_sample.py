@@ -23,6 +23,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import harness.ops._grid_plan as plan_module
 import harness.ops._grid_sample as gs_module
 from harness.ops import grid_sample, naive_grid_sample
 
@@ -69,7 +70,7 @@ def _both(x, g, mode, padding, align):
 
 def _assert_parity(out, ref, dtype, mode, rank, channels=3):
     assert out.shape == ref.shape and out.dtype == ref.dtype
-    looped = channels < gs_module.EAGER_ROWS_MIN_CHANNELS  # per-tap gathers summed in torch's order
+    looped = channels < plan_module.EAGER_ROWS_MIN_CHANNELS  # per-tap gathers summed in torch's order
     fused_2d = rank == 4 and mode == "bilinear" and dtype == torch.float32  # we emulate its FMAs
     exact = mode == "nearest" or (rank == 5 and looped) or fused_2d
     if exact and not (mode == "nearest" and rank == 5 and OLD_3D_NEAREST):
@@ -205,10 +206,10 @@ def test_non_contiguous_inputs():
 )
 def test_every_gather_strategy_matches_native(monkeypatch, graph_style, rows_from):
     """Each strategy on the same small inputs; graph_style runs the exported graph's ops eagerly."""
-    monkeypatch.setattr(gs_module, "EAGER_ROWS_MIN_CHANNELS", rows_from)
-    monkeypatch.setattr(gs_module, "ROWS_MIN_CHANNELS", rows_from)
+    monkeypatch.setattr(plan_module, "EAGER_ROWS_MIN_CHANNELS", rows_from)
+    monkeypatch.setattr(plan_module, "ROWS_MIN_CHANNELS", rows_from)
     if graph_style:
-        monkeypatch.setattr(gs_module, "_exporting", lambda: True)
+        monkeypatch.setattr(plan_module, "_exporting", lambda: True)
     for rank, mode, padding, align in CASES:
         x, g = _inputs(rank, 3, torch.float64, lattice=mode == "nearest", seed=3)
         if mode == "nearest" and rank == 5 and OLD_3D_NEAREST:
@@ -222,7 +223,7 @@ def test_every_gather_strategy_matches_native(monkeypatch, graph_style, rows_fro
 def test_chunked_sampling_matches_native(monkeypatch, chunk, rows_from):
     """Eager without autograd samples CHUNK_POINTS points at a time; make the chunks tiny."""
     monkeypatch.setattr(gs_module, "CHUNK_POINTS", chunk)
-    monkeypatch.setattr(gs_module, "EAGER_ROWS_MIN_CHANNELS", rows_from)
+    monkeypatch.setattr(plan_module, "EAGER_ROWS_MIN_CHANNELS", rows_from)
     for rank, mode, padding, align in CASES:
         x, g = _inputs(rank, 3, torch.float64, lattice=mode == "nearest", seed=4)
         if mode == "nearest" and rank == 5 and OLD_3D_NEAREST:

@@ -11,15 +11,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from harness.bench_op import newest_torchscript_opset
-from harness.export import dynamo_available, export_onnx
 from harness.ops import grid_sample
+from harness.worker.export import dynamo_available, export_onnx
+from harness.worker.fingerprint import max_opset
 
 ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed here")
 onnx = pytest.importorskip("onnx", reason="onnx is not installed here")
 
 TORCH_VERSION = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
-OPSETS = [o for o in (9, 11, 13, 16, 17) if o <= newest_torchscript_opset()]
+OPSETS = [o for o in (9, 11, 13, 16, 17) if o <= max_opset("torchscript")]
 # (rank, mode, padding, align_corners, channels): every padding under every mode across the list, both
 # gather layouts (channels-first below 64 channels, rows from 64).
 COMBOS = [
@@ -133,33 +133,3 @@ def test_dynamo_export_runs_in_onnxruntime_at_other_shapes(rank, mode, padding, 
     if reason:
         pytest.skip(reason)
     _export_and_check(rank, mode, padding, align, channels, 18, "dynamo")
-
-
-def test_bench_op_measures_every_runtime_on_a_tiny_shape(capsys):
-    from harness.bench_op import Shape, _parse, bench_case, main, render_table
-
-    args = _parse(["--budget", "0.01", "--repeat", "2", "--impls", "native,custom,ort-kernel,ort-custom"])
-    shape = Shape("tiny", 2, 3, (6, 7), (4, 5))
-    rows = {r.impl: r for r in bench_case(shape, "bilinear", "zeros", args)}
-    assert rows["native"].median_ms > 0 and rows["native"].max_abs_diff == 0
-    for impl in ("custom", "ort-custom"):
-        assert rows[impl].median_ms > 0 and rows[impl].max_abs_diff <= 1e-5, rows[impl]
-    assert rows["ort-kernel"].median_ms is not None or rows["ort-kernel"].note  # ran, or says why not
-    table = render_table(shape, "bilinear", "zeros", list(rows.values()))
-    assert "| ort-custom |" in table and "vs ORT kernel" in table
-    assert main(["--shapes", "huge"]) == 2 and "--shapes huge: unknown" in capsys.readouterr().err
-
-
-def test_bench_op_interleaves_rows_and_pools_their_samples(monkeypatch):
-    """Every round times every row in turn, so a slow spell of the machine lands on all rows alike."""
-    import harness.bench_op as bench_op
-
-    monkeypatch.setattr(bench_op, "SETTLE_S", 0.0)
-    log = []
-    runs = {name: (lambda name=name: log.append(name)) for name in ("a", "b", "c")}
-    args = bench_op._parse(["--budget", "0", "--repeat", "4", "--rounds", "2"])
-    times = bench_op._interleaved_times(runs, args)
-    changes = [name for k, name in enumerate(log) if k == 0 or log[k - 1] != name]
-    assert changes == ["a", "b", "c", "a", "b", "c"]
-    assert all(len(m.times) == 2 * 2 for m in times.values())  # --repeat 4 over 2 rounds, pooled
-    assert bench_op.main(["--rounds", "0"]) == 2

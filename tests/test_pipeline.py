@@ -8,12 +8,13 @@ import pytest
 import torch
 from conftest import RESOURCES
 
-from harness.export import describe_model, export_onnx
-from harness.fingerprint import collect
-from harness.pipeline import Options, run_cell
-from harness.registry import get_case, load_cases
-from harness.spec import CellSpec, canonical_params
-from harness.strategies import get_strategy, reference_strategy
+from harness.plan.registry import get_case, load_cases
+from harness.plan.spec import CellSpec, canonical_params
+from harness.strategies import get_strategy
+from harness.worker.executor import CellExecutor
+from harness.worker.export import describe_model, export_onnx
+from harness.worker.fingerprint import collect
+from harness.worker.options import Options
 
 load_cases()
 ENV = collect("testenv")
@@ -30,8 +31,8 @@ def cell(case="grid_sample_op", strategy="native", opset=16, exporter="torchscri
 
 
 def run(spec, opts=OPTS):
-    case = get_case(spec.case)
-    return run_cell(spec, case, get_strategy(spec.family, spec.strategy), reference_strategy(spec.family), ENV, opts)
+    """The cell through the worker\'s own executor, as its JSON record."""
+    return CellExecutor("testenv", (), opts).execute(spec).to_json()
 
 
 def stage(record, name):
@@ -139,5 +140,5 @@ def test_mmcv_adapter_against_the_real_mmcv(align):
     assert record["verdict"] == "pass", record["reason"]
     assert record["parity"]["max_abs"] < 1e-5
     assert record["export"]["op_types"].get("GridSample") is None
-    unsupported = get_strategy("grid_sample", "mmcv").unsupported({"mode": "bicubic"}, None, ENV)
+    unsupported = get_strategy("grid_sample", "mmcv").unsupported(cell(strategy="mmcv", mode="bicubic"), ENV)
     assert "bilinear" in unsupported

@@ -8,9 +8,9 @@ import sys
 import pytest
 from conftest import ROOT
 
-from harness.environments import Environment, MmcvSpec, load_environment, load_environments
 from harness.errors import UserError
-from harness.provision import Provisioner, find_python
+from harness.host.environments import Environment, MmcvSpec, load_environment, load_environments
+from harness.host.provision import Provisioner, find_python
 
 
 def test_the_default_environments_load_with_exact_pins():

@@ -3,17 +3,12 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import UserError
-from harness.registry import Case
-from harness.spec import CellSpec, Selection, default_opsets, expand, in_shard, parse_shard
-
-
-class _S:
-    def __init__(self, name):
-        self.name = name
+from harness.plan.registry import Case
+from harness.plan.spec import CellSpec, Selection, default_opsets, expand, in_shard, parse_shard
 
 
 def _strategies(family):
-    return [_S("native"), _S("custom")]
+    return ["native", "custom"]
 
 
 def _case(**kw):
@@ -67,3 +62,17 @@ def test_shards_partition_the_cells():
     assert sum(len(p) for p in parts) == len(cells)
     assert set().union(*[set(p) for p in parts]) == set(cells)
     assert all(parts)
+
+
+def test_environment_limits_keep_cells_out_and_say_why():
+    from harness.plan.applicable import EnvLimits, split_by_limits
+
+    limits = EnvLimits("1.8.1", 13, {"dynamo": "torch 1.8.1 has no dynamo exporter"})
+    cells = list(expand("e", [_case(opsets=(11, 16))], _strategies, Selection(), 13))
+    within, beyond = split_by_limits(cells, limits)
+    assert {c.opset for c in within} == {11, 13} and {c.exporter for c in within} == {"torchscript"}
+    assert beyond == {"opsets above 13": 8, "exporter dynamo": 8}  # an opset too high is counted as that alone
+    assert limits.describe() == {
+        "opsets above 13": "torch 1.8.1 exports opsets up to 13",
+        "exporter dynamo": "torch 1.8.1 has no dynamo exporter",
+    }

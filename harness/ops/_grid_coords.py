@@ -3,19 +3,18 @@ taps with their weights along one axis, each following torch's CPU kernels (see 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, NamedTuple, Union
+from typing import List, NamedTuple, Union
 
 import torch
 from torch import Tensor
 
-if TYPE_CHECKING:
-    from harness.ops._grid_sample import _Plan
+from harness.ops._grid_plan import Plan
 
 Size = Union[int, Tensor]  # a Python int in eager mode, a 0-d int64 tensor while tracing
 CUBIC_A = -0.75
 
 
-def _const(value: Union[float, Size], like: Tensor) -> Tensor:
+def const(value: Union[float, Size], like: Tensor) -> Tensor:
     """A 0-d tensor of `like`'s dtype; traced sizes stay in the graph instead of being baked in."""
     if isinstance(value, Tensor):
         return value.to(like.dtype)
@@ -37,7 +36,7 @@ def _where_lt(x: Tensor, hi: Tensor) -> Tensor:
 # Coordinates ----------------------------------------------------------------------------------------
 
 
-def _unnormalize(g: Tensor, size: Size, plan: _Plan) -> Tensor:
+def _unnormalize(g: Tensor, size: Size, plan: Plan) -> Tensor:
     s = _fsize(size, g)
     own = plan.inplace and not isinstance(s, Tensor)  # may reuse the one fresh buffer (g + 1)
     if plan.volumetric:  # the scalar 3-D kernel's arithmetic
@@ -49,11 +48,11 @@ def _unnormalize(g: Tensor, size: Size, plan: _Plan) -> Tensor:
     return _fma(g + 1, s / 2, -0.5, plan)
 
 
-def _clip(x: Tensor, size: Size, plan: _Plan) -> Tensor:
+def _clip(x: Tensor, size: Size, plan: Plan) -> Tensor:
     """Into [0, S-1]; exactly at a bound the gradient is 0, as in torch's clip_coordinates_set_grad."""
     if plan.inplace and not isinstance(size, Tensor):
         return x.nan_to_num_(nan=size - 1 if plan.volumetric else 0.0).clamp_(0, size - 1)
-    hi, zero = _const(size - 1, x), _const(0.0, x)
+    hi, zero = const(size - 1, x), const(0.0, x)
     if plan.lean:  # one Where instead of two: Max/Min keep NaN, and split the gradient at a bound
         return torch.where(torch.isnan(x), hi if plan.volumetric else zero, torch.min(torch.max(x, zero), hi))
     if plan.volumetric:  # std::min(S-1, std::max(x, 0)): NaN ends at S-1
@@ -61,12 +60,12 @@ def _clip(x: Tensor, size: Size, plan: _Plan) -> Tensor:
     return _where_lt(_where_gt(x, zero), hi)  # vectorised clamp: NaN ends at 0
 
 
-def _reflect(x: Tensor, size: Size, plan: _Plan) -> Tensor:
+def _reflect(x: Tensor, size: Size, plan: Plan) -> Tensor:
     """Mirror about -0.5 and S-0.5 (align_corners False) or 0 and S-1 (True); the caller clips after."""
     if plan.align and not isinstance(size, Tensor) and size <= 1:
         return torch.zeros_like(x)  # a one-pixel axis reflects everything to 0
     low = 0.0 if plan.align else -0.5
-    span = _const(size - 1 if plan.align else size, x)
+    span = const(size - 1 if plan.align else size, x)
     a = (x - low).abs()
     if plan.volumetric:
         out = _reflect_fmod(a, low, span, plan)
@@ -80,7 +79,7 @@ def _reflect(x: Tensor, size: Size, plan: _Plan) -> Tensor:
     return out
 
 
-def _reflect_fmod(a: Tensor, low: float, span: Tensor, plan: _Plan) -> Tensor:
+def _reflect_fmod(a: Tensor, low: float, span: Tensor, plan: Plan) -> Tensor:
     flips = torch.floor(a / span)
     if plan.opset is not None and plan.opset < 10:  # no Mod: an exact fmod for |a| below 2**24 (fp32)
         extra = a - flips * span
@@ -91,17 +90,17 @@ def _reflect_fmod(a: Tensor, low: float, span: Tensor, plan: _Plan) -> Tensor:
     return torch.where(_is_odd(flips, plan), span - extra, extra) + low
 
 
-def _is_odd(whole: Tensor, plan: _Plan) -> Tensor:
-    return _equal(whole - torch.floor(whole / 2) * 2, _const(1.0, whole), plan)
+def _is_odd(whole: Tensor, plan: Plan) -> Tensor:
+    return _equal(whole - torch.floor(whole / 2) * 2, const(1.0, whole), plan)
 
 
-def _equal(a: Tensor, b: Tensor, plan: _Plan) -> Tensor:
+def _equal(a: Tensor, b: Tensor, plan: Plan) -> Tensor:
     if plan.opset is None or plan.opset >= 11:
         return a == b
     return ~((a < b) | (a > b))  # Equal takes no floats before opset 11; NaN operands read as equal
 
 
-def _pad_coordinate(x: Tensor, size: Size, plan: _Plan) -> Tensor:
+def _pad_coordinate(x: Tensor, size: Size, plan: Plan) -> Tensor:
     if plan.padding == "border":
         return _clip(x, size, plan)
     if plan.padding == "reflection":
@@ -118,11 +117,11 @@ def _round_half_away(x: Tensor) -> Tensor:
     return torch.floor(x.abs() + 0.5) * torch.sign(x)
 
 
-def _round_half_even(x: Tensor, plan: _Plan) -> Tensor:
+def _round_half_even(x: Tensor, plan: Plan) -> Tensor:
     if plan.opset is None or plan.opset >= 11:
         return torch.round(x)
     down = torch.floor(x)  # no Round before opset 11
-    half = _const(0.5, x)
+    half = const(0.5, x)
     up = ((x - down) > half) | (_equal(x - down, half, plan) & _is_odd(down, plan))
     return down + up.to(x.dtype)
 
@@ -130,23 +129,23 @@ def _round_half_even(x: Tensor, plan: _Plan) -> Tensor:
 # Taps along one axis ---------------------------------------------------------------------------------
 
 
-class _Axis(NamedTuple):
+class Axis(NamedTuple):
     """One axis of the grid: integer tap indices into the zero-framed input, and their weights."""
 
     taps: List[Tensor]  # bilinear: the lower tap (the upper is +1); nearest: one; bicubic: four
     weights: List[Tensor]  # bilinear [1 - w, w]; bicubic four coefficients; nearest none
 
 
-def _axis(plan: _Plan, g: Tensor, size: Size) -> _Axis:
+def axis(plan: Plan, g: Tensor, size: Size) -> Axis:
     x = _unnormalize(g, size, plan)
     if plan.mode == "bicubic":
         x0 = torch.floor(x)
         taps = [_frame_index(_pad_coordinate(x0 + k, size, plan), size, plan, 0) for k in (-1, 0, 1, 2)]
-        return _Axis(taps, _cubic_weights(x - x0))
+        return Axis(taps, _cubic_weights(x - x0))
     x = _pad_coordinate(x, size, plan)
     if plan.mode == "nearest":
         rounded = _round_half_away(x) if plan.volumetric and _OLD_3D_NEAREST else _round_half_even(x, plan)
-        return _Axis([_frame_index(rounded, size, plan, 0)], [])
+        return Axis([_frame_index(rounded, size, plan, 0)], [])
     if plan.volumetric and plan.padding == "zeros":
         x = _finite_or_far(x, plan)
     x0 = torch.floor(x)
@@ -155,20 +154,20 @@ def _axis(plan: _Plan, g: Tensor, size: Size) -> _Axis:
     w = x.sub_(x0) if plan.inplace else x - x0
     if not plan.volumetric:
         e = 1 - w
-    return _Axis([_frame_index(x0, size, plan, 1)], [e, w])
+    return Axis([_frame_index(x0, size, plan, 1)], [e, w])
 
 
-def _finite_or_far(x: Tensor, plan: _Plan) -> Tensor:
+def _finite_or_far(x: Tensor, plan: Plan) -> Tensor:
     """The 3-D kernel skips out-of-range corners instead of weighting them, so NaN/inf points give 0."""
     far = -(2.0**30)
     if plan.inplace:
         return x.nan_to_num_(nan=far, posinf=far, neginf=far)
     inf = float("inf")
-    finite = (x > _const(-inf, x)) & (x < _const(inf, x))
-    return torch.where(finite, x, _const(far, x))
+    finite = (x > const(-inf, x)) & (x < const(inf, x))
+    return torch.where(finite, x, const(far, x))
 
 
-def _frame_index(x: Tensor, size: Size, plan: _Plan, reach: int) -> Tensor:
+def _frame_index(x: Tensor, size: Size, plan: Plan, reach: int) -> Tensor:
     """Integer tap index clamped into [-pad, S + pad - 1 - reach], so taps x..x+reach beyond the input
     read the frame of zeros (the flat index adds the frame offset once). NaN lands on the frame:
     irrelevant where weights are NaN too, and a zero for nearest, as in torch."""
@@ -184,10 +183,10 @@ def _frame_index(x: Tensor, size: Size, plan: _Plan, reach: int) -> Tensor:
     # lands where the platform puts it (INT_MIN on x86, 0 on ARM and CUDA), which only nearest, whose
     # output no NaN weight covers, must send to the frame itself
     if plan.mode == "nearest":
-        x = torch.where(torch.isnan(x), _const(float(lo), x), x)
+        x = torch.where(torch.isnan(x), const(float(lo), x), x)
     finite = x.to(torch.int32).to(x.dtype)
-    hi_t = _const(size + (plan.pad - 1 - reach), x)
-    return torch.min(torch.max(finite, _const(float(lo), x)), hi_t).to(plan.index_dtype)
+    hi_t = const(size + (plan.pad - 1 - reach), x)
+    return torch.min(torch.max(finite, const(float(lo), x)), hi_t).to(plan.index_dtype)
 
 
 def _cubic_weights(t: Tensor) -> List[Tensor]:
@@ -202,7 +201,7 @@ def _cubic_weights(t: Tensor) -> List[Tensor]:
     return [outer(t + 1), inner(t), inner(1 - t), outer(2 - t)]
 
 
-def _fma(x: Tensor, y: Union[float, Tensor], z: float, plan: _Plan) -> Tensor:
+def _fma(x: Tensor, y: Union[float, Tensor], z: float, plan: Plan) -> Tensor:
     """x * y + z rounded once, like the fused multiply-add that torch's vectorised 2-D kernel compiles to
     (on every x86 build checked: 1.8.1, 1.12.1, 2.13): exact through float64 for float32 operands."""
     if not plan.fused:

@@ -24,21 +24,18 @@ gathering and summing. Why it is shaped the way it is:
 
 from __future__ import annotations
 
-import importlib
 import warnings
 from typing import List, Optional, Sequence
 
 import torch
 from torch import Tensor
 
-from harness.ops._grid_coords import Size, _axis
-from harness.ops._grid_taps import _combine, _Corners, _cubic_rows, _loop_sum, _numel, _Reader, _weighted
+from harness.ops._grid_coords import Size, axis
+from harness.ops._grid_plan import Plan, tracing
+from harness.ops._grid_taps import Corners, Reader, combine, cubic_rows, loop_sum, numel, weighted
 
 MODES = ("bilinear", "nearest", "bicubic")
 PADDINGS = ("zeros", "border", "reflection")
-ROWS_MIN_CHANNELS = 64  # exported graphs: from this many channels up, row gathers match GatherElements
-EAGER_ROWS_MIN_CHANNELS: Optional[int] = 32  # eager: embedding_bag over rows from this many channels
-_PAD = {"bilinear": 2, "nearest": 1, "bicubic": 1}  # zero frame each mode's clamped taps need
 _REDUCED = (torch.float16, torch.bfloat16)
 # Taps gathered together in graphs of the channels-first layout: onnxruntime at N16 C3 256x256 took
 # 32 / 35 / 41 ms and 169 / 132 / 104 MB at peak for 4 / 2 / 1 taps per GatherElements (bench_op).
@@ -67,45 +64,17 @@ def grid_sample(
     out_dtype = input.dtype
     if out_dtype in _REDUCED:
         input, grid = input.float(), grid.float()
-    plan = _Plan(mode, padding_mode, bool(align_corners), input, grid)
+    plan = Plan(mode, padding_mode, bool(align_corners), input, grid)
     sizes = [input.shape[d] for d in range(2, input.dim())][::-1]  # W, H[, D]: the order of grid's last dim
-    reader = _Reader(input, [s + 2 * plan.pad for s in sizes], plan)
+    reader = Reader(input, [s + 2 * plan.pad for s in sizes], plan)
     points = tuple(grid.shape[1:-1])
-    if plan.inplace and grid.shape[0] * _numel(points) > CHUNK_POINTS:
+    if plan.inplace and grid.shape[0] * numel(points) > CHUNK_POINTS:
         out = _sample_in_chunks(reader, grid, sizes, plan)
     else:
         out = _sample(reader.focus(0, input.shape[0], points), grid, sizes, plan)
     if mode == "nearest" and grid.requires_grad and torch.is_grad_enabled():
         out = out + _zero_linked_to(grid)
     return out.to(out_dtype) if out_dtype in _REDUCED else out
-
-
-class _Plan:
-    """What one call does, fixed before any tensor work."""
-
-    def __init__(self, mode: str, padding: str, align: bool, input: Tensor, grid: Tensor) -> None:
-        self.mode, self.padding, self.align = mode, padding, align
-        self.volumetric = input.dim() == 5
-        self.pad = _PAD[mode]
-        self.opset = _onnx_opset()
-        self.exporting = _tracing() or _exporting()
-        watched = torch.is_grad_enabled() and (input.requires_grad or grid.requires_grad)
-        # a graph nobody differentiates (an ONNX export; torch.compile without autograd): cheaper ops where
-        # neither torch's gradient rule at the bounds nor the last bit can matter
-        self.lean = self.exporting and not watched
-        # see _fma; lean graphs emulate it only where a pick depends on it (nearest): for the interpolating
-        # modes it moves results by an ulp and costs onnxruntime four float64 passes per axis
-        self.fused = not self.volumetric and input.dtype == torch.float32 and (not self.lean or mode == "nearest")
-        self.inplace = not (watched or self.exporting)  # may update large temporaries in place
-        self.layout = _layout(_static_channels(input), self.exporting, self.opset, mode)
-        # int32 indices halve onnxruntime's index traffic (eager torch widens them first, so gains nothing);
-        # torch.gather takes them from 2.x, index_select always; a rows index spans the batch, which would
-        # overflow only past 2**31 framed pixels of the whole batch
-        narrow = self.exporting and (self.layout == "rows" or _INT32_GATHER)
-        self.index_dtype = torch.int32 if narrow else torch.int64
-
-
-# Argument checks, worded like torch's -----------------------------------------------------------------
 
 
 def _check_modes(mode: str, padding_mode: str) -> None:
@@ -130,7 +99,7 @@ def _check_tensors(input: Tensor, grid: Tensor, mode: str) -> None:
         )
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"grid_sampler(): not implemented for {input.dtype}")
-    if not _tracing():  # sizes are tensors while tracing; the example inputs were checked in eager mode
+    if not tracing():  # sizes are tensors while tracing; the example inputs were checked in eager mode
         if input.dim() and grid.dim() and isz[0] != gsz[0]:
             raise RuntimeError(
                 "grid_sampler(): expected grid and input to have same batch size, but got input with "
@@ -157,63 +126,7 @@ def _check_tensors(input: Tensor, grid: Tensor, mode: str) -> None:
         raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
 
 
-# Export context --------------------------------------------------------------------------------------
-
-
-def _tracing() -> bool:
-    return bool(torch.jit.is_tracing())
-
-
-def _exporting() -> bool:
-    """Inside torch.export / the dynamo exporter, where in-place tricks buy nothing."""
-    compiler = getattr(torch, "compiler", None)
-    if compiler is not None and getattr(compiler, "is_compiling", None) and compiler.is_compiling():
-        return True
-    return bool(torch.onnx.is_in_onnx_export())
-
-
-def _onnx_opset() -> Optional[int]:
-    """The opset of a running TorchScript ONNX export; None in eager mode, scripting-free tracing, dynamo."""
-    if not _tracing() or not torch.onnx.is_in_onnx_export():
-        return None
-    for name in ("torch.onnx._internal.torchscript_exporter._globals", "torch.onnx._globals"):
-        try:
-            return int(importlib.import_module(name).GLOBALS.export_onnx_opset_version)
-        except (ImportError, AttributeError):
-            continue
-    from torch.onnx import symbolic_helper
-
-    return int(symbolic_helper._export_onnx_opset_version)
-
-
-def _probe_int32_gather() -> bool:
-    """Run once at import: an op failing inside a trace can crash torch 1.x's tracer later on."""
-    try:
-        torch.gather(torch.zeros(1), 0, torch.zeros(1, dtype=torch.int32))
-        return True
-    except RuntimeError:
-        return False
-
-
-_INT32_GATHER = _probe_int32_gather()
-
-
-def _static_channels(input: Tensor) -> int:
-    """C as a Python int even while tracing: it picks the graph's layout, so it is meant to be fixed."""
-    if not _tracing():
-        return int(input.shape[1])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", torch.jit.TracerWarning)
-        return int(input.shape[1])
-
-
-def _layout(channels: int, exporting: bool, opset: Optional[int], mode: str) -> str:
-    if opset is not None and opset < 11:
-        return "rows"  # torch exports gather below opset 11 as a OneHot of the whole input
-    if not exporting and mode == "nearest":
-        return "channels"  # one gather: the two transposes of the rows layout would cost more than it saves
-    threshold = ROWS_MIN_CHANNELS if exporting else EAGER_ROWS_MIN_CHANNELS
-    return "rows" if threshold is not None and channels >= threshold else "channels"
+# Sampling ---------------------------------------------------------------------------------------------
 
 
 def _zero_linked_to(grid: Tensor) -> Tensor:
@@ -222,11 +135,11 @@ def _zero_linked_to(grid: Tensor) -> Tensor:
     return finite.sum() * 0
 
 
-def _sample_in_chunks(reader: _Reader, grid: Tensor, sizes: Sequence[Size], plan: _Plan) -> Tensor:
+def _sample_in_chunks(reader: Reader, grid: Tensor, sizes: Sequence[Size], plan: Plan) -> Tensor:
     """A few batch items, or a slice of one item's points, at a time (eager, no autograd): half the time of
     streaming every temporary through memory at full size, and no fresh pages to fault in."""
     n, points, dims = grid.shape[0], tuple(grid.shape[1:-1]), grid.shape[-1]
-    p = _numel(points)
+    p = numel(points)
     flat_grid = grid.reshape(n, p, dims)
     out = grid.new_empty((n, reader.c, p))
     items = max(1, CHUNK_POINTS // p)
@@ -239,24 +152,24 @@ def _sample_in_chunks(reader: _Reader, grid: Tensor, sizes: Sequence[Size], plan
     return out.reshape((n, reader.c) + points)
 
 
-def _sample(reader: _Reader, grid: Tensor, sizes: Sequence[Size], plan: _Plan) -> Tensor:
+def _sample(reader: Reader, grid: Tensor, sizes: Sequence[Size], plan: Plan) -> Tensor:
     padded = [s + 2 * plan.pad for s in sizes]  # W', H'[, D']
-    axes = [_axis(plan, g, size) for g, size in zip(_coordinates(grid, plan), sizes)]
+    axes = [axis(plan, g, size) for g, size in zip(_coordinates(grid, plan), sizes)]
     order = axes[::-1]  # slowest axis first (z, y, x), the order of torch's loops and of flat indices
     if plan.mode == "nearest":
-        return reader.finish(reader.read(_combine([a.taps[0] for a in order], padded, reader.offset, plan)))
+        return reader.finish(reader.read(combine([a.taps[0] for a in order], padded, reader.offset, plan)))
     if plan.mode == "bicubic":
-        rows = _cubic_rows(order[0], order[1], padded[0], reader)
+        rows = cubic_rows(order[0], order[1], padded[0], reader)
     else:
         looped = reader.layout == "channels" and not plan.exporting
-        rows = [(_Corners(order, padded, reader, plan, reuse=looped and plan.inplace), None)]
+        rows = [(Corners(order, padded, reader, plan, reuse=looped and plan.inplace), None)]
     if reader.layout == "channels" and not plan.exporting:  # eager: one gather per tap, in place
-        return reader.finish(_loop_sum(rows, reader, plan))
+        return reader.finish(loop_sum(rows, reader, plan))
     if reader.layout == "channels" and plan.mode == "bilinear":  # graphs: indices from one broadcast Add
         corners = rows[0][0]
         base, terms = corners.base, list(corners.offsets())
     else:
-        base, terms = None, [term for row, row_weight in rows for term in _weighted(row, row_weight)]
+        base, terms = None, [term for row, row_weight in rows for term in weighted(row, row_weight)]
     group = GRAPH_TAPS_PER_GATHER if reader.layout == "channels" else len(terms)
     total = None
     for k in range(0, len(terms), group):  # shaped before summing: the last Add writes the output itself
@@ -265,7 +178,7 @@ def _sample(reader: _Reader, grid: Tensor, sizes: Sequence[Size], plan: _Plan) -
     return total
 
 
-def _coordinates(grid: Tensor, plan: _Plan) -> List[Tensor]:
+def _coordinates(grid: Tensor, plan: Plan) -> List[Tensor]:
     """x, y[, z] planes of the grid: strided views in eager mode; in graphs one Transpose and contiguous
     slices, since onnxruntime gathers a last-axis slice element by element (4x slower at N16 256x256)."""
     dims = grid.shape[-1]

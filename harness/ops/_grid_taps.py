@@ -4,35 +4,33 @@ of bi/trilinear and the rows of bicubic, and the readers of each layout (see `_g
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from harness.ops._grid_coords import Size, _Axis, _const
-
-if TYPE_CHECKING:
-    from harness.ops._grid_sample import _Plan
+from harness.ops._grid_coords import Axis, Size, const
+from harness.ops._grid_plan import Plan
 
 
-def _combine(indices: List[Tensor], padded: Sequence[Size], offset: Optional[Tensor], plan: _Plan) -> Tensor:
+def combine(indices: List[Tensor], padded: Sequence[Size], offset: Optional[Tensor], plan: Plan) -> Tensor:
     """Row-major flat index ((z * H' + y) * W' + x) into the framed input, plus the batch offset of the
     rows layout; the frame shifts every axis by `pad`, added here once."""
     flat = indices[0] if offset is None else indices[0] + offset
     for index, stride in zip(indices[1:], padded[::-1][1:]):
         flat = flat.mul_(stride).add_(index) if plan.inplace else flat * stride + index
-    shift = plan.pad * sum(_numel(padded[:k]) for k in range(len(padded)))  # pad * (1 + W' + H'W')
+    shift = plan.pad * sum(numel(padded[:k]) for k in range(len(padded)))  # pad * (1 + W' + H'W')
     return flat.add_(shift) if plan.inplace else flat + shift
 
 
-class _Corners:
+class Corners:
     """Bi/trilinear taps in torch's corner order (t/b, n/s, w/e): index = base + step, weight = product.
     With `reuse`, every corner is computed into the same two buffers (consume each before the next)."""
 
-    def __init__(self, order: List[_Axis], padded, reader: _Reader, plan: _Plan, reuse: bool) -> None:
-        self.base = _combine([a.taps[0] for a in order], padded, reader.offset, plan)
-        self.units = [_numel(padded[:k]) for k in range(len(padded))][::-1]  # H'W'?, W', 1
+    def __init__(self, order: List[Axis], padded, reader: Reader, plan: Plan, reuse: bool) -> None:
+        self.base = combine([a.taps[0] for a in order], padded, reader.offset, plan)
+        self.units = [numel(padded[:k]) for k in range(len(padded))][::-1]  # H'W'?, W', 1
         self.order, self.reuse = order, reuse
 
     def _corners(self):
@@ -65,7 +63,7 @@ class _Corners:
             yield index, weight
 
 
-def _cubic_rows(y: _Axis, x: _Axis, width: Size, reader: _Reader):
+def cubic_rows(y: Axis, x: Axis, width: Size, reader: Reader):
     """Bicubic: per y tap, its four x taps with the x coefficients, and the row's y coefficient."""
     rows = []
     for row in range(4):
@@ -75,12 +73,12 @@ def _cubic_rows(y: _Axis, x: _Axis, width: Size, reader: _Reader):
     return rows
 
 
-def _weighted(row, row_weight: Optional[Tensor]):
+def weighted(row, row_weight: Optional[Tensor]):
     for index, weight in row:
         yield index, weight if row_weight is None else weight * row_weight
 
 
-def _loop_sum(rows, reader: _Reader, plan: _Plan) -> Tensor:
+def loop_sum(rows, reader: Reader, plan: Plan) -> Tensor:
     """One gather per tap, summed left to right as torch does (rows of bicubic taps first)."""
     total = _Sum(plan)
     for row, row_weight in rows:
@@ -96,7 +94,7 @@ def _loop_sum(rows, reader: _Reader, plan: _Plan) -> Tensor:
 class _Sum:
     """Left-to-right sum of value * weight; in place, on one reused scratch buffer, when allowed."""
 
-    def __init__(self, plan: _Plan) -> None:
+    def __init__(self, plan: Plan) -> None:
         # torch's 2-D kernel compiles to fused multiply-adds, its 3-D kernel does not: so does this sum
         # (graphs spell addcmul as two multiplies and an add, so they keep the plain form)
         self.inplace, self.fused = plan.inplace, not plan.volumetric and not plan.exporting
@@ -125,13 +123,13 @@ class _Sum:
         return self.total
 
 
-class _Reader:
+class Reader:
     """Tap values from the zero-framed input: channels-first `gather` or channels-last row `index_select`."""
 
-    def __init__(self, input: Tensor, padded: Sequence[Size], plan: _Plan) -> None:
+    def __init__(self, input: Tensor, padded: Sequence[Size], plan: Plan) -> None:
         n, c = input.shape[0], input.shape[1]
         frames = (plan.pad,) * (2 * len(padded))
-        self.frame, self.slowest = _numel(padded), padded[-1]
+        self.frame, self.slowest = numel(padded), padded[-1]
         self.layout, self.exporting, self.c, self.pad = plan.layout, plan.exporting, c, plan.pad
         self.index_dtype = plan.index_dtype
         self.batch = n
@@ -140,9 +138,9 @@ class _Reader:
         else:
             self.whole = F.pad(input, frames).reshape(n, c, self.frame)
 
-    def focus(self, n0: Size, n1: Size, points: Sequence[Size]) -> _Reader:
+    def focus(self, n0: Size, n1: Size, points: Sequence[Size]) -> Reader:
         """Read for batch items n0..n1 at points of this shape (the whole batch unless chunking)."""
-        n, p = n1 if n0 == 0 else n1 - n0, _numel(points)
+        n, p = n1 if n0 == 0 else n1 - n0, numel(points)
         self.n, self.points = n, tuple(points)
         self.offset: Optional[Tensor] = None
         full = isinstance(n1, Tensor) or (n0, n1) == (0, self.batch)  # sizes are tensors while tracing
@@ -173,7 +171,7 @@ class _Reader:
         indices, weights = zip(*terms)
         k = len(indices)
         if base is not None:  # one Add broadcasts base x steps x channels: no Concat, no Expand
-            steps = torch.stack([_const(step, base) for step in indices]).view(1, 1, k, 1)
+            steps = torch.stack([const(step, base) for step in indices]).view(1, 1, k, 1)
             index = (base.reshape(self.n, 1, 1, -1) + steps.expand(1, self.c, k, 1)).reshape(self.n, self.c, -1)
             values = torch.gather(self.table, 2, index)
             weight = torch.stack([w.reshape(self.index_shape) for w in weights], 2)  # (N, 1, K, P)
@@ -198,7 +196,7 @@ class _Reader:
         return out.contiguous()
 
 
-def _numel(shape: Sequence[Size]) -> Size:
+def numel(shape: Sequence[Size]) -> Size:
     total: Size = 1
     for s in shape:
         total = total * s

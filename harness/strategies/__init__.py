@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, ContextManager, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Dict, List, Optional
 
 from harness.errors import UserError
+from harness.plan.spec import CellSpec
+from harness.record import Portability
+from harness.worker.fingerprint import EnvInfo
 
-STANDARD = "standard"
-ORT_CONTRIB = "ort_contrib"
-CUSTOM_DOMAIN = "custom_domain"
-PORTABILITY_LABELS = {
-    STANDARD: "standard ONNX ops",
-    ORT_CONTRIB: "onnxruntime contrib op (runs only in onnxruntime)",
-    CUSTOM_DOMAIN: "custom domain (needs a runtime kernel of your own)",
-}
+if TYPE_CHECKING:  # for readers: strategies import torch only when they run
+    from torch.nn import Module
+
+STANDARD, ORT_CONTRIB, CUSTOM_DOMAIN = Portability.STANDARD, Portability.ORT_CONTRIB, Portability.CUSTOM_DOMAIN
 
 
 class Strategy:
@@ -26,30 +25,28 @@ class Strategy:
 
     family = ""
     name = ""
-    portability = STANDARD
+    portability: Portability = Portability.STANDARD
     summary = ""
     reference = False  # the family's eager ground truth
 
-    def unavailable(self, env: Any) -> Optional[str]:
+    def unavailable(self, env: EnvInfo) -> Optional[str]:
         """Why this strategy cannot run in this environment at all, or None."""
         return None
 
-    def unsupported(self, params: Dict[str, Any], cell: Any, env: Any) -> Optional[str]:
+    def unsupported(self, cell: CellSpec, env: EnvInfo) -> Optional[str]:
         """Why this strategy cannot handle this cell (params, opset, exporter, device, dtype), or None."""
         return None
 
     def op(self) -> Callable[..., Any]:
         raise NotImplementedError
 
-    def context(self, cell: Any) -> ContextManager[Any]:
+    def context(self) -> ContextManager[None]:
+        """Entered while the model runs and exports: routes the torch function, scopes a custom symbolic."""
         return contextlib.nullcontext()
 
-    def wrap(self, model: Any, cell: Any) -> Any:
+    def wrap(self, model: Module, cell: CellSpec) -> Module:
         """The module as this strategy runs and exports it (torch.jit.script, say); the model by default."""
         return model
-
-    def describe(self) -> Dict[str, str]:
-        return {"name": self.name, "family": self.family, "portability": self.portability, "summary": self.summary}
 
 
 _STRATEGIES: Dict[str, Dict[str, Strategy]] = {}
@@ -85,6 +82,7 @@ def get_strategy(family: str, name: str) -> Strategy:
 
 
 def reference_strategy(family: str) -> Strategy:
+    """The family's ground truth: what every other strategy is compared against, named in every record."""
     for strategy in strategies_for(family):
         if strategy.reference:
             return strategy

@@ -18,13 +18,13 @@ def scoped_symbolic(aten_name: str, fn: Callable[..., Any], from_opset: int = FR
     """
     import torch
 
-    from harness.fingerprint import _max_opset
+    from harness.worker.fingerprint import max_opset
 
     try:
         from torch.onnx import symbolic_registry
     except ImportError:
         symbolic_registry = None
-    versions = range(from_opset, _max_opset(torch) + 1)
+    versions = range(from_opset, max_opset() + 1)
     saved: Dict[Any, Any] = {}
     if symbolic_registry is None:
         for version in versions:

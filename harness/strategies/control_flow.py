@@ -3,9 +3,14 @@ scripting keeps an ONNX If, and restructuring with torch.where removes the branc
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
+from harness.plan.spec import CellSpec
 from harness.strategies import STANDARD, Strategy, register_strategy
+from harness.worker.fingerprint import EnvInfo
+
+if TYPE_CHECKING:
+    from torch.nn import Module
 
 FAMILY = "control_flow"
 
@@ -43,7 +48,7 @@ class Eager(Strategy):
     def op(self) -> Callable[..., Any]:
         return branchy
 
-    def unsupported(self, params: Dict[str, Any], cell: Any, env: Any) -> Optional[str]:
+    def unsupported(self, cell: CellSpec, env: EnvInfo) -> Optional[str]:
         return "the eager reference itself; its plain export is the `traced` strategy"
 
 
@@ -71,7 +76,7 @@ class Scripted(Strategy):
     def op(self) -> Callable[..., Any]:
         return branchy
 
-    def wrap(self, model: Any, cell: Any) -> Any:
+    def wrap(self, model: Module, cell: CellSpec) -> Module:
         import torch
 
         return torch.jit.script(model)

@@ -6,9 +6,11 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, ContextManager, Dict, Optional
 
-from harness.fingerprint import parse_version
+from harness.plan.spec import CellSpec
+from harness.record import parse_version
 from harness.strategies import CUSTOM_DOMAIN, STANDARD, Strategy, register_strategy
 from harness.strategies._symbolic import scoped_symbolic
+from harness.worker.fingerprint import EnvInfo
 
 FAMILY = "gelu"
 CUSTOM_NAME = "custom::Gelu"
@@ -22,9 +24,8 @@ def _tanh_missing(params: Dict[str, Any], env: Any) -> Optional[str]:
     """F.gelu(approximate='tanh') is the reference; without it the whole row is not applicable."""
     if _approximate(params) != "tanh":
         return None
-    import torch
 
-    version = env.torch if env is not None else torch.__version__
+    version = env.torch
     if parse_version(version) < (1, 12):
         return f"F.gelu(approximate='tanh') came with torch 1.12; torch {version} has no such reference"
     return None
@@ -59,7 +60,8 @@ class Native(Strategy):
     def op(self) -> Callable[..., Any]:
         return native_gelu
 
-    def unsupported(self, params: Dict[str, Any], cell: Any, env: Any) -> Optional[str]:
+    def unsupported(self, cell: CellSpec, env: EnvInfo) -> Optional[str]:
+        params = cell.params
         return _tanh_missing(params, env)
 
 
@@ -73,7 +75,8 @@ class Formula(Strategy):
     def op(self) -> Callable[..., Any]:
         return formula_gelu
 
-    def unsupported(self, params: Dict[str, Any], cell: Any, env: Any) -> Optional[str]:
+    def unsupported(self, cell: CellSpec, env: EnvInfo) -> Optional[str]:
+        params = cell.params
         return _tanh_missing(params, env)
 
 
@@ -90,12 +93,13 @@ class CustomOp(Strategy):
     def op(self) -> Callable[..., Any]:
         return native_gelu
 
-    def unsupported(self, params: Dict[str, Any], cell: Any, env: Any) -> Optional[str]:
-        if cell is not None and cell.exporter != "torchscript":
+    def unsupported(self, cell: CellSpec, env: EnvInfo) -> Optional[str]:
+        params = cell.params
+        if cell.exporter != "torchscript":
             return "custom symbolics apply to the TorchScript exporter only"
         return _tanh_missing(params, env)
 
-    def context(self, cell: Any) -> ContextManager[Any]:
+    def context(self) -> ContextManager[None]:
         return scoped_symbolic("gelu", _custom_gelu)
 
 

@@ -6,9 +6,11 @@ import contextlib
 import os
 from typing import Any, Callable, ContextManager, Dict, Optional
 
-from harness.fingerprint import _dist_version, parse_version
+from harness.plan.spec import CellSpec
+from harness.record import parse_version
 from harness.strategies import ORT_CONTRIB, STANDARD, Strategy, register_strategy
 from harness.strategies._symbolic import scoped_symbolic
+from harness.worker.fingerprint import EnvInfo
 
 FAMILY = "grid_sample"
 MODES = ("bilinear", "nearest", "bicubic")
@@ -32,15 +34,16 @@ class GridSampleStrategy(Strategy):
 
     family = FAMILY
 
-    def context(self, cell: Any) -> ContextManager[Any]:
-        from harness.ops import NATIVE_GRID_SAMPLE, routed
+    def context(self) -> ContextManager[None]:
+        from harness.ops import NATIVE_GRID_SAMPLE
+        from harness.strategies.routing import routed
 
         stack = contextlib.ExitStack()
         stack.enter_context(routed(NATIVE_GRID_SAMPLE, self.op()))
         stack.enter_context(self.export_context())
         return stack
 
-    def export_context(self) -> ContextManager[Any]:
+    def export_context(self) -> ContextManager[None]:
         return contextlib.nullcontext()
 
 
@@ -57,7 +60,8 @@ class Native(GridSampleStrategy):
 
         return NATIVE_GRID_SAMPLE
 
-    def unsupported(self, params: Dict[str, Any], cell: Any, env: Any) -> Optional[str]:
+    def unsupported(self, cell: CellSpec, env: EnvInfo) -> Optional[str]:
+        params = cell.params
         if _rank(params) == 5 and _mode(params) == "bicubic":
             return "PyTorch's grid_sample has no bicubic mode for 5-D input"
         return None
@@ -75,7 +79,8 @@ class Custom(GridSampleStrategy):
 
         return grid_sample
 
-    def unsupported(self, params: Dict[str, Any], cell: Any, env: Any) -> Optional[str]:
+    def unsupported(self, cell: CellSpec, env: EnvInfo) -> Optional[str]:
+        params = cell.params
         if _rank(params) == 5 and _mode(params) == "bicubic":
             return "bicubic is defined for 4-D input only (as in PyTorch)"
         return None
@@ -93,7 +98,8 @@ class Naive(GridSampleStrategy):
 
         return naive_grid_sample
 
-    def unsupported(self, params: Dict[str, Any], cell: Any, env: Any) -> Optional[str]:
+    def unsupported(self, cell: CellSpec, env: EnvInfo) -> Optional[str]:
+        params = cell.params
         if _mode(params) != "bilinear" or _rank(params) != 4:
             return "the naive rewrite covers bilinear 4-D only"
         return None
@@ -106,7 +112,7 @@ class Mmcv(GridSampleStrategy):
     portability = STANDARD
     summary = "mmcv.ops.point_sample.bilinear_grid_sample (pads the input, four gathers)"
 
-    def unavailable(self, env: Any) -> Optional[str]:
+    def unavailable(self, env: EnvInfo) -> Optional[str]:
         blocked = os.environ.get("HARNESS_MMCV_UNAVAILABLE")
         if blocked:
             return blocked
@@ -135,7 +141,8 @@ class Mmcv(GridSampleStrategy):
 
         return mmcv_grid_sample
 
-    def unsupported(self, params: Dict[str, Any], cell: Any, env: Any) -> Optional[str]:
+    def unsupported(self, cell: CellSpec, env: EnvInfo) -> Optional[str]:
+        params = cell.params
         if _mode(params) != "bilinear" or _padding(params) != "zeros" or _rank(params) != 4:
             return "mmcv's bilinear_grid_sample supports bilinear mode, zeros padding and 4-D input only"
         return None
@@ -151,8 +158,8 @@ class Contrib(GridSampleStrategy):
         "version (it overrides torch's own opset-16 symbolic); runs only in onnxruntime >= 1.9"
     )
 
-    def unavailable(self, env: Any) -> Optional[str]:
-        ort = env.onnxruntime if env is not None else _dist_version("onnxruntime", "onnxruntime-gpu")
+    def unavailable(self, env: EnvInfo) -> Optional[str]:
+        ort = env.onnxruntime
         if ort is None:
             return "onnxruntime is not installed"
         if parse_version(ort) < (1, 9):
@@ -164,14 +171,15 @@ class Contrib(GridSampleStrategy):
 
         return NATIVE_GRID_SAMPLE
 
-    def unsupported(self, params: Dict[str, Any], cell: Any, env: Any) -> Optional[str]:
-        if cell is not None and cell.exporter != "torchscript":
+    def unsupported(self, cell: CellSpec, env: EnvInfo) -> Optional[str]:
+        params = cell.params
+        if cell.exporter != "torchscript":
             return "custom symbolics apply to the TorchScript exporter only"
         if _rank(params) != 4:
             return "the contrib symbolic emits 4-D com.microsoft::GridSample only"
         return None
 
-    def export_context(self) -> ContextManager[Any]:
+    def export_context(self) -> ContextManager[None]:
         return scoped_symbolic("grid_sampler", _contrib_grid_sampler)
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
-from harness.fingerprint import parse_version
+from harness.plan.spec import CellSpec
+from harness.record import parse_version
 from harness.strategies import STANDARD, Strategy, register_strategy
+from harness.worker.fingerprint import EnvInfo
 
 FAMILY = "resize"
 SEPARABLE_MODES = ("nearest", "nearest-exact", "bilinear", "bicubic")
@@ -26,7 +28,8 @@ class Native(Strategy):
 
         return F.interpolate
 
-    def unsupported(self, params: Dict[str, Any], cell: Any, env: Any) -> Optional[str]:
+    def unsupported(self, cell: CellSpec, env: EnvInfo) -> Optional[str]:
+        params = cell.params
         return _nearest_exact_missing(params, env)
 
 
@@ -43,7 +46,8 @@ class Separable(Strategy):
     def op(self) -> Callable[..., Any]:
         return interpolate
 
-    def unsupported(self, params: Dict[str, Any], cell: Any, env: Any) -> Optional[str]:
+    def unsupported(self, cell: CellSpec, env: EnvInfo) -> Optional[str]:
+        params = cell.params
         if params.get("mode", "nearest") not in SEPARABLE_MODES:
             return f"the separable rewrite covers {', '.join(SEPARABLE_MODES)} on 4-D input only"
         return _nearest_exact_missing(params, env)
@@ -53,9 +57,8 @@ def _nearest_exact_missing(params: Dict[str, Any], env: Any) -> Optional[str]:
     """No reference without PyTorch's own mode: the whole row is not applicable there."""
     if params.get("mode") != "nearest-exact":
         return None
-    import torch
 
-    version = env.torch if env is not None else torch.__version__
+    version = env.torch
     if parse_version(version) < (1, 11):
         return f"mode='nearest-exact' came with torch 1.11; torch {version} has no such mode to compare against"
     return None

@@ -1,7 +1,8 @@
-"""The parent of a run: plans the cells, hands them to worker processes, writes each record as it ends."""
+"""The worker pool of a run's parent: a worker that segfaults, aborts or hangs costs its cell, never the run."""
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import json
 import os
@@ -10,16 +11,15 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
-from harness import SCHEMA_VERSION, __version__
-from harness.fingerprint import EnvInfo
-from harness.pipeline import Options
-from harness.spec import CellSpec
+from harness.plan.spec import CellSpec
+from harness.record import CellRecord, Verdict
+from harness.worker.options import Options
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def now_iso() -> str:
@@ -35,8 +35,25 @@ class WorkerConfig:
     timeout_s: float = 300.0
     log_path: Optional[Path] = None
 
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, env: str, log_path: Path) -> WorkerConfig:
+        return cls(
+            env=env,
+            options=Options(
+                threads=args.threads,
+                latency=not args.no_latency,
+                memory=not args.no_memory,
+                latency_budget_s=args.latency_budget,
+                tensorrt=args.tensorrt,
+            ),
+            cases_dirs=tuple(args.cases_dir),
+            memory_limit_mb=args.memory_limit_mb,
+            timeout_s=args.timeout,
+            log_path=log_path,
+        )
+
     def command(self) -> List[str]:
-        cmd = [sys.executable, "-m", "harness.worker", "--env", self.env, "--options", json.dumps(asdict(self.options))]
+        cmd = [sys.executable, "-m", "harness.worker", "--env", self.env, "--options", self.options.to_json()]
         for d in self.cases_dirs:
             cmd += ["--cases-dir", str(d)]
         if self.memory_limit_mb:
@@ -110,12 +127,17 @@ class Worker:
         return f"worker exited with code {code}"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Outcome:
+    """A cell's record as its worker (or the pool, for a crash or a timeout) gave it, before the run stamps it."""
+
     cell: CellSpec
-    body: Dict[str, Any]
+    record: CellRecord
     started_at: str
     wall_s: float
+
+
+MakeRecord = Callable[[CellSpec, Verdict, Optional[str]], CellRecord]
 
 
 @dataclass
@@ -123,6 +145,7 @@ class WorkerPool:
     """`size` workers; a worker that dies or overruns is replaced and its cell gets its verdict."""
 
     config: WorkerConfig
+    make_record: MakeRecord
     size: int = 1
     workers: List[Worker] = field(default_factory=list)
 
@@ -161,64 +184,32 @@ class WorkerPool:
         for w in readable:
             messages = w.read_lines()
             if messages is None:
-                self._replace(w, on_outcome, "crashed", w.death())
+                self._replace(w, on_outcome, Verdict.CRASHED, w.death())
                 continue
             for msg in messages:
                 if msg.get("ready"):
                     w.ready = True
                 elif w.cell is not None and msg.get("cell_id") == w.cell.cell_id:
-                    on_outcome(self._outcome(w, msg["body"]))
+                    on_outcome(self._outcome(w, CellRecord.from_json(msg["record"])))
                     w.cell = None
         now = time.monotonic()
         for w in list(self.workers):
             if w.cell and now - w.started > self.config.timeout_s:
                 w.kill()
-                self._replace(w, on_outcome, "timeout", f"the cell ran past the {self.config.timeout_s:g} s limit")
+                self._replace(
+                    w, on_outcome, Verdict.TIMEOUT, f"the cell ran past the {self.config.timeout_s:g} s limit"
+                )
 
-    def _outcome(self, w: Worker, body: Dict[str, Any]) -> Outcome:
-        started = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(
-            seconds=time.monotonic() - w.started
-        )
-        return Outcome(w.cell, body, started.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), time.monotonic() - w.started)
+    def _outcome(self, w: Worker, record: CellRecord) -> Outcome:
+        wall = time.monotonic() - w.started
+        started = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=wall)
+        return Outcome(w.cell, record, started.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), wall)
 
-    def _replace(self, w: Worker, on_outcome: Callable[[Outcome], None], verdict: str, reason: str) -> None:
+    def _replace(self, w: Worker, on_outcome: Callable[[Outcome], None], verdict: Verdict, reason: str) -> None:
         if w.cell is None and not w.ready:
             w.kill()
             raise RuntimeError(f"a worker could not start ({w.death()}); see the worker log {self.config.log_path}")
         if w.cell is not None:
-            on_outcome(self._outcome(w, {"verdict": verdict, "reason": reason, "stages": []}))
+            on_outcome(self._outcome(w, self.make_record(w.cell, verdict, reason)))
         w.kill()
         self.workers[self.workers.index(w)] = Worker(self.config)
-
-
-def make_record(
-    cell: CellSpec,
-    body: Dict[str, Any],
-    env: EnvInfo,
-    portability: str,
-    tags: Sequence[str],
-    run_id: str,
-    started_at: str,
-    wall_s: float,
-) -> Dict[str, Any]:
-    record: Dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "harness_version": __version__,
-        "run_id": run_id,
-        "cell_id": cell.cell_id,
-        "fingerprint": env.fingerprint(),
-        "fingerprint_hash": env.fingerprint_hash(),
-        "portability": portability,
-        "tags": list(tags),
-        "actual_opset": None,
-        "parity": None,
-        "latency": None,
-        "memory": None,
-        "export": None,
-        "started_at": started_at,
-        "finished_at": now_iso(),
-        "wall_s": round(wall_s, 4),
-    }
-    record.update(cell.to_dict())
-    record.update(body)
-    return record

@@ -115,12 +115,17 @@ def get_case(name: str) -> Case:
         raise UserError(f"unknown case {name!r}; `python -m harness list` shows the cases") from None
 
 
-BUILTIN_CASES_DIR = Path(__file__).resolve().parent.parent / "cases"
+BUILTIN_CASES_DIR = Path(__file__).resolve().parents[2] / "cases"
 
 
 def load_cases(extra_dirs: Sequence[str] = (), builtin: bool = True) -> List[Case]:
     """Import every case file: the built-in `cases/` folder and each `--cases-dir`."""
-    dirs = [BUILTIN_CASES_DIR] if builtin else []
+    dirs = [BUILTIN_CASES_DIR] if builtin and BUILTIN_CASES_DIR.is_dir() else []
+    if builtin and not dirs and not extra_dirs:
+        raise UserError(
+            f"no built-in cases at {BUILTIN_CASES_DIR}: the harness runs from a checkout of the repository; "
+            "run it there, or pass --cases-dir DIR with your own case files"
+        )
     for d in extra_dirs:
         path = Path(d)
         if not path.is_dir():

@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import zlib
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from harness.errors import UserError
-from harness.registry import Case
+from harness.plan.registry import Case
+from harness.record import CellRecord, Fingerprint, Runtime, Verdict, canonical_params
 
 DEFAULT_OPSETS = (9, 11, 13, 16, 17)
-DTYPES = ("float32", "float16", "bfloat16", "float64")
-DEVICES = ("cpu", "cuda")
-
-
-def canonical_params(params: Dict[str, Any]) -> str:
-    return json.dumps(params, sort_keys=True, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
@@ -67,6 +63,40 @@ class CellSpec:
         fields["params_json"] = canonical_params(fields.pop("params"))
         return cls(**{k: fields[k] for k in cls.__dataclass_fields__})
 
+    def record(
+        self,
+        fingerprint: Fingerprint,
+        verdict: Verdict,
+        *,
+        reference: str,
+        portability: str,
+        tags: Sequence[str],
+        reason: Optional[str] = None,
+    ) -> CellRecord:
+        """A record of this cell with its identity filled in; the pipeline or the run adds what it found."""
+        return CellRecord(
+            env=self.env,
+            family=self.family,
+            case=self.case,
+            params=self.params,
+            strategy=self.strategy,
+            opset=self.opset,
+            exporter=self.exporter,
+            shape_mode=self.shape_mode,
+            device=self.device,
+            dtype=self.dtype,
+            verdict=verdict,
+            reason=reason,
+            finished_at="",
+            reference=reference,
+            runtime=Runtime("onnxruntime", fingerprint.onnxruntime),
+            portability=portability,
+            tags=tuple(tags),
+            fingerprint=fingerprint,
+            fingerprint_hash=fingerprint.hash(),
+            cell_id=self.cell_id,
+        )
+
 
 @dataclass(frozen=True)
 class Selection:
@@ -88,48 +118,54 @@ def default_opsets(max_opset: int) -> Tuple[int, ...]:
 
 
 def expand(
-    env: str, cases: Sequence[Case], strategies_of: Any, selection: Selection, max_opset: int
+    env: str, cases: Iterable[Case], strategies_of: Callable[[str], List[str]], selection: Selection, max_opset: int
 ) -> Iterator[CellSpec]:
     """Every cell the selection names, in a stable order (the shard split depends on it)."""
-    opsets = selection.opsets or default_opsets(max_opset)
     for case in cases:
-        if selection.cases and case.name not in selection.cases:
+        if not _selected(case, selection):
             continue
-        if selection.families and case.family not in selection.families:
-            continue
-        if selection.tags and not set(selection.tags) & set(case.tags):
-            continue
-        if selection.opsets:
-            case_opsets = list(selection.opsets)
-        elif case.opsets:
-            case_opsets = sorted(set(case.opsets) | {max_opset})
-        else:
-            case_opsets = list(opsets)
-        for params in case.params:
-            for strategy in strategies_of(case.family):
-                if selection.strategies and strategy.name not in selection.strategies:
-                    continue
-                for opset in case_opsets:
-                    for exporter in case.exporters:
-                        if selection.exporters and exporter not in selection.exporters:
-                            continue
-                        for shape_mode in case.shape_modes:
-                            if selection.shape_modes and shape_mode not in selection.shape_modes:
-                                continue
-                            for device in selection.devices:
-                                for dtype in selection.dtypes:
-                                    yield CellSpec(
-                                        env=env,
-                                        family=case.family,
-                                        case=case.name,
-                                        params_json=canonical_params(params),
-                                        strategy=strategy.name,
-                                        opset=opset,
-                                        exporter=exporter,
-                                        shape_mode=shape_mode,
-                                        device=device,
-                                        dtype=dtype,
-                                    )
+        strategies = [n for n in strategies_of(case.family) if not selection.strategies or n in selection.strategies]
+        exporters = [e for e in case.exporters if not selection.exporters or e in selection.exporters]
+        modes = [m for m in case.shape_modes if not selection.shape_modes or m in selection.shape_modes]
+        axes = itertools.product(
+            case.params,
+            strategies,
+            _opsets(case, selection, max_opset),
+            exporters,
+            modes,
+            selection.devices,
+            selection.dtypes,
+        )
+        for params, strategy, opset, exporter, shape_mode, device, dtype in axes:
+            yield CellSpec(
+                env,
+                case.family,
+                case.name,
+                canonical_params(params),
+                strategy,
+                opset,
+                exporter,
+                shape_mode,
+                device,
+                dtype,
+            )
+
+
+def _selected(case: Case, selection: Selection) -> bool:
+    return (
+        (not selection.cases or case.name in selection.cases)
+        and (not selection.families or case.family in selection.families)
+        and (not selection.tags or bool(set(selection.tags) & set(case.tags)))
+    )
+
+
+def _opsets(case: Case, selection: Selection, max_opset: int) -> List[int]:
+    """The opsets asked for; else the case's own and the newest; else the defaults and the newest."""
+    if selection.opsets:
+        return list(selection.opsets)
+    if case.opsets:
+        return sorted(set(case.opsets) | {max_opset})
+    return list(default_opsets(max_opset))
 
 
 def parse_shard(text: Optional[str]) -> Optional[Tuple[int, int]]:

@@ -6,8 +6,10 @@ import ctypes
 import os
 import statistics
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from dataclasses import dataclass
+from typing import Any, Callable, List, Optional
+
+from harness.record import Peak, Timing
 
 NOISY_IQR_FRACTION = 0.10
 
@@ -19,8 +21,6 @@ class Measurement:
     times: List[float]
     number: int
     threads: int
-    warmup: int = 0
-    meta: Dict[str, Any] = field(default_factory=dict)
 
     @property
     def median(self) -> float:
@@ -30,38 +30,15 @@ class Measurement:
     def iqr(self) -> float:
         if len(self.times) < 4:
             return max(self.times) - min(self.times)
-        ordered = sorted(self.times)
-        q = _quantiles(ordered)
-        return q[1] - q[0]
+        q1, _, q3 = statistics.quantiles(self.times, n=4, method="inclusive")
+        return q3 - q1
 
     @property
     def noisy(self) -> bool:
         return self.median > 0 and self.iqr > NOISY_IQR_FRACTION * self.median
 
-    def to_record(self) -> Dict[str, Any]:
-        record = {
-            "median_s": self.median,
-            "iqr_s": self.iqr,
-            "samples": len(self.times),
-            "number": self.number,
-            "threads": self.threads,
-            "noisy": self.noisy,
-        }
-        record.update(self.meta)
-        return record
-
-
-def _quantiles(ordered: List[float]) -> List[float]:
-    """First and third quartile by linear interpolation (the 'inclusive' method)."""
-    n = len(ordered)
-
-    def at(p: float) -> float:
-        pos = p * (n - 1)
-        lo = int(pos)
-        hi = min(lo + 1, n - 1)
-        return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
-
-    return [at(0.25), at(0.75)]
+    def timing(self) -> Timing:
+        return Timing(self.median, self.iqr, len(self.times), self.threads, self.noisy, self.number)
 
 
 def time_callable(
@@ -97,7 +74,7 @@ def time_callable(
         elapsed = _block(fn, number, sync, timer)
         times.append(elapsed / number)
         spent += elapsed
-    return Measurement(times=times, number=number, threads=threads, warmup=warmup)
+    return Measurement(times=times, number=number, threads=threads)
 
 
 def _block(fn: Callable[[], Any], number: int, sync: Optional[Callable[[], None]], timer: Callable[[], float]) -> float:
@@ -141,30 +118,30 @@ def _reset_hwm() -> bool:
         return False
 
 
-def peak_rss_of(fn: Callable[[], Any]) -> Dict[str, Any]:
+def peak_rss_of(fn: Callable[[], Any]) -> Peak:
     """Resident-set growth of one call: reset the high-water mark to the current RSS, call, read it back.
 
     Freed heap is returned to the OS first (malloc_trim), so the call's own allocations raise the mark.
     """
     _trim_heap()
     if not _reset_hwm():
-        return {"peak_bytes": None, "method": "unavailable: /proc/self/clear_refs is not writable"}
+        return Peak(None, "unavailable: /proc/self/clear_refs is not writable")
     before = _status_kib("VmRSS")
     fn()
     hwm = _status_kib("VmHWM")
     if before is None or hwm is None:
-        return {"peak_bytes": None, "method": "unavailable: /proc/self/status unreadable"}
-    return {"peak_bytes": max(0, hwm - before) * 1024, "method": RSS_METHOD}
+        return Peak(None, "unavailable: /proc/self/status unreadable")
+    return Peak(max(0, hwm - before) * 1024, RSS_METHOD)
 
 
-def peak_cuda_of(fn: Callable[[], Any], torch: Any) -> Dict[str, Any]:
+def peak_cuda_of(fn: Callable[[], Any], torch: Any) -> Peak:
     """torch's peak allocation during one call above what was allocated before it."""
     torch.cuda.synchronize()
     base = torch.cuda.memory_allocated()
     torch.cuda.reset_peak_memory_stats()
     fn()
     torch.cuda.synchronize()
-    return {"peak_bytes": max(0, torch.cuda.max_memory_allocated() - base), "method": "torch-cuda-max-allocated"}
+    return Peak(max(0, torch.cuda.max_memory_allocated() - base), "torch-cuda-max-allocated")
 
 
 def set_threads(threads: int) -> None:

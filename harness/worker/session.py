@@ -14,7 +14,8 @@ GPU_PROVIDERS = ("TensorrtExecutionProvider", "CUDAExecutionProvider")
 
 
 class OrtSession:
-    def __init__(self, blob: bytes, device: str, threads: int, tensorrt: bool = False) -> None:
+    def __init__(self, blob: bytes, device: str, threads: int, tensorrt: bool = False, *, arena: bool = True) -> None:
+        """`arena=False` frees each run's buffers, so a resident-set peak shows what one run really takes."""
         import onnxruntime as ort
 
         self.ort = ort
@@ -22,6 +23,7 @@ class OrtSession:
         so = ort.SessionOptions()
         so.intra_op_num_threads = threads
         so.inter_op_num_threads = 1
+        so.enable_cpu_mem_arena = arena
         so.log_severity_level = 3
         providers: List[str] = ["CPUExecutionProvider"]
         if device == "cuda":
@@ -38,6 +40,15 @@ class OrtSession:
         self.session = ort.InferenceSession(blob, sess_options=so, providers=providers)
         self.providers = list(self.session.get_providers())
         self.names = [i.name for i in self.session.get_inputs()]
+
+    @property
+    def blob(self) -> bytes:
+        """The serialised model, for a second session on the same graph."""
+        return self._blob
+
+    @property
+    def threads(self) -> int:
+        return int(self._options.intra_op_num_threads)
 
     def run(self, inputs: Sequence[Any]) -> List[np.ndarray]:
         return self.session.run(None, self.feed(inputs))

@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from harness.errors import UserError
 
-ENV_DIR = Path(__file__).resolve().parent.parent / "environments"
+ENV_DIR = Path(__file__).resolve().parents[2] / "environments"
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,6 @@ class Environment:
     mmcv: Optional[MmcvSpec] = None
     extra_index_urls: Tuple[str, ...] = ()
     device: str = "cpu"
-    default: bool = True
     default: bool = True
     source: str = field(default="", compare=False)
 

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
-from harness.environments import Environment, cache_dir
 from harness.errors import UserError
+from harness.host.environments import Environment, cache_dir
 
 Log = Callable[[str], None]
 

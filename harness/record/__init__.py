@@ -1,0 +1,60 @@
+"""The record of one cell, shared by the runner and the reporter: its type, its words, and the one reader.
+
+Torch-free: the reporter and replay sides import it without torch.
+"""
+
+from __future__ import annotations
+
+from harness.record.cell import (
+    FINGERPRINT_KEYS,
+    CellRecord,
+    ExportInfo,
+    Fingerprint,
+    Parity,
+    Peak,
+    RecordError,
+    Runtime,
+    Stage,
+    Timing,
+)
+from harness.record.reader import Refusal, ResultsFile, SkippedLine, read_results, set_aside_torn_lines
+from harness.record.terms import (
+    PORTABILITY_LABELS,
+    PORTABILITY_SHORT,
+    SCHEMA_VERSION,
+    Portability,
+    Verdict,
+    canonical_params,
+    clean,
+    parse_version,
+    portability_label,
+    portability_rank,
+)
+
+__all__ = [
+    "FINGERPRINT_KEYS",
+    "PORTABILITY_LABELS",
+    "PORTABILITY_SHORT",
+    "SCHEMA_VERSION",
+    "CellRecord",
+    "ExportInfo",
+    "Fingerprint",
+    "Parity",
+    "Peak",
+    "Portability",
+    "RecordError",
+    "Refusal",
+    "ResultsFile",
+    "Runtime",
+    "SkippedLine",
+    "Stage",
+    "Timing",
+    "Verdict",
+    "canonical_params",
+    "clean",
+    "parse_version",
+    "portability_label",
+    "portability_rank",
+    "read_results",
+    "set_aside_torn_lines",
+]

@@ -1,0 +1,309 @@
+"""One record per cell: the contract between the runner, which writes it, and the reporter, which reads it.
+
+`CellRecord.to_json()` is the only way a record is written and `CellRecord.from_json()` the only way one is
+read; records of an older schema are brought up to date by the migrations at the end of this module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+
+from harness.record.terms import SCHEMA_VERSION, Verdict, canonical_params, clean
+
+FINGERPRINT_KEYS = ("python", "torch", "onnx", "onnxruntime", "onnxscript", "mmcv", "platform", "cpu", "gpu")
+
+
+class RecordError(ValueError):
+    """A JSON object that is not a cell record this harness can read; `whole_file` for another schema."""
+
+    def __init__(self, reason: str, whole_file: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.whole_file = whole_file
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """What was really installed where a cell ran (not what was pinned)."""
+
+    python: Optional[str] = None
+    torch: Optional[str] = None
+    onnx: Optional[str] = None
+    onnxruntime: Optional[str] = None
+    onnxscript: Optional[str] = None
+    mmcv: Optional[str] = None
+    platform: Optional[str] = None
+    cpu: Optional[str] = None
+    gpu: Optional[str] = None
+    cuda: Optional[str] = None
+    driver: Optional[str] = None
+    max_opset: Optional[int] = None
+    ort_providers: Tuple[str, ...] = ()
+
+    def to_json(self) -> Dict[str, Any]:
+        data = asdict(self)
+        data["ort_providers"] = list(self.ort_providers)
+        return data
+
+    def hash(self) -> str:
+        return hashlib.sha1(json.dumps(self.to_json(), sort_keys=True).encode()).hexdigest()[:12]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Fingerprint:
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["ort_providers"] = tuple(values.get("ort_providers") or ())
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    outcome: str  # ok, failed, skipped
+    error_type: Optional[str] = None
+    message: Optional[str] = None
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Parity:
+    """How far outputs were from the eager reference; None where a difference was not finite."""
+
+    max_abs: Optional[float]
+    max_rel: Optional[float]
+    atol: float
+    rtol: float
+    min_passing_atol: Optional[float]
+    note: Optional[str] = None
+    shapes_checked: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Per-call seconds of one measured target (eager, ort, reference)."""
+
+    median_s: float
+    iqr_s: float
+    samples: int
+    threads: int
+    noisy: bool
+    number: Optional[int] = None  # calls per timed block (records before 0.2 did not say)
+
+
+@dataclass(frozen=True)
+class Peak:
+    """Peak memory of one call of one target, and how it was taken."""
+
+    peak_bytes: Optional[int]
+    method: str
+
+
+@dataclass(frozen=True)
+class ExportInfo:
+    nodes: int
+    op_types: Dict[str, int]
+    domains: Tuple[str, ...]
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """What judged the exported graph: the exporting environment's onnxruntime unless a replay says otherwise."""
+
+    name: str
+    version: Optional[str]
+
+
+@dataclass(frozen=True)
+class CellRecord:
+    # what the cell is
+    env: str
+    family: str
+    case: str
+    params: Dict[str, Any]
+    strategy: str
+    opset: int
+    exporter: str
+    shape_mode: str
+    device: str
+    dtype: str
+    # what happened
+    verdict: Verdict
+    finished_at: str
+    reason: Optional[str] = None
+    stages: Tuple[Stage, ...] = ()
+    actual_opset: Optional[int] = None
+    parity: Optional[Parity] = None
+    eager_parity: Optional[Parity] = None
+    latency: Dict[str, Timing] = field(default_factory=dict)
+    memory: Dict[str, Peak] = field(default_factory=dict)
+    export: Optional[ExportInfo] = None
+    ort_providers: Tuple[str, ...] = ()
+    ort_placement: Optional[Dict[str, Any]] = None
+    traceback: Optional[str] = None
+    # what judged it, and against what
+    reference: str = ""
+    runtime: Runtime = Runtime("onnxruntime", None)
+    precision: str = "fp32"
+    portability: str = "standard"
+    tags: Tuple[str, ...] = ()
+    # where and when
+    fingerprint: Fingerprint = Fingerprint()
+    fingerprint_hash: str = ""
+    env_limits: Dict[str, str] = field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+    harness_version: str = ""
+    code_hash: str = ""
+    run_id: str = ""
+    cell_id: str = ""
+    started_at: str = ""
+    wall_s: float = 0.0
+
+    @property
+    def params_key(self) -> str:
+        return canonical_params(self.params)
+
+    def key(self) -> Tuple[Any, ...]:
+        """The cell's identity across files: what a newer record of the same cell supersedes."""
+        return (
+            self.env,
+            self.case,
+            self.params_key,
+            self.strategy,
+            self.opset,
+            self.exporter,
+            self.shape_mode,
+            self.device,
+            self.dtype,
+            self.runtime.name,
+            self.runtime.version,
+            self.precision,
+        )
+
+    def failed_stage(self) -> Optional[Stage]:
+        """The first failed stage: the one that names the verdict."""
+        return next((s for s in self.stages if s.outcome == "failed"), None)
+
+    def to_json(self) -> Dict[str, Any]:
+        data = clean(asdict(self))
+        data["fingerprint"] = self.fingerprint.to_json()
+        return data
+
+    def to_line(self) -> str:
+        return json.dumps(self.to_json(), sort_keys=True, allow_nan=False)
+
+    @classmethod
+    def from_json(cls, data: Any) -> CellRecord:
+        """A record from its JSON object, migrated from an older schema; RecordError when it is none of ours."""
+        return _typed(_migrate(_checked(data)))
+
+    def with_(self, **changes: Any) -> CellRecord:
+        return replace(self, **changes)
+
+
+# Reading ----------------------------------------------------------------------------------------------
+
+REQUIRED: Tuple[Tuple[str, type], ...] = (
+    ("env", str),
+    ("family", str),
+    ("case", str),
+    ("params", dict),
+    ("strategy", str),
+    ("opset", int),
+    ("exporter", str),
+    ("shape_mode", str),
+    ("device", str),
+    ("dtype", str),
+    ("verdict", str),
+    ("finished_at", str),
+)
+_VERDICTS = {v.value for v in Verdict}
+
+
+def _checked(data: Any) -> Dict[str, Any]:
+    if not isinstance(data, dict):
+        raise RecordError(f"a JSON {type(data).__name__} instead of an object", whole_file=True)
+    version = data.get("schema_version")
+    if version not in MIGRATIONS and version != SCHEMA_VERSION or isinstance(version, bool):
+        raise RecordError(
+            f"schema_version {json.dumps(version)} is not readable by this harness "
+            f"(reads {', '.join(map(str, sorted(MIGRATIONS)))} and {SCHEMA_VERSION})",
+            whole_file=True,
+        )
+    missing = [k for k, _ in REQUIRED if data.get(k) is None]
+    if missing:
+        raise RecordError("missing required keys: " + ", ".join(missing), whole_file=True)
+    for key, kind in REQUIRED:
+        value = data[key]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise RecordError(f"key {key!r} should be {kind.__name__}, got {json.dumps(value)[:40]}", whole_file=True)
+    if data["verdict"] not in _VERDICTS:
+        raise RecordError("unknown verdict " + json.dumps(data["verdict"])[:40], whole_file=True)
+    return data
+
+
+def _part(kind: Callable[..., Any], value: Any) -> Any:
+    if not isinstance(value, dict):
+        return None
+    names = {f.name for f in fields(kind)}
+    try:
+        return kind(**{k: v for k, v in value.items() if k in names})
+    except TypeError as exc:
+        raise RecordError(f"a malformed {kind.__name__}: {exc}", whole_file=True) from None
+
+
+def _targets(kind: Callable[..., Any], value: Any) -> Dict[str, Any]:
+    parts = {str(t): _part(kind, v) for t, v in (value or {}).items()} if isinstance(value, dict) else {}
+    return {t: p for t, p in parts.items() if p is not None}
+
+
+def _typed(data: Dict[str, Any]) -> CellRecord:
+    known = {f.name for f in fields(CellRecord)}
+    values = {k: v for k, v in data.items() if k in known}
+    export = data.get("export")
+    values.update(
+        verdict=Verdict(data["verdict"]),
+        stages=tuple(s for s in (_part(Stage, s) for s in data.get("stages") or ()) if s is not None),
+        parity=_part(Parity, data.get("parity")),
+        eager_parity=_part(Parity, data.get("eager_parity")),
+        latency=_targets(Timing, data.get("latency")),
+        memory=_targets(Peak, data.get("memory")),
+        export=None
+        if not isinstance(export, dict)
+        else _part(ExportInfo, dict(export, domains=tuple(export.get("domains") or ()))),
+        runtime=_part(Runtime, data.get("runtime")) or Runtime("onnxruntime", None),
+        fingerprint=Fingerprint.from_json(data.get("fingerprint") or {}),
+        tags=tuple(str(t) for t in data.get("tags") or ()),
+        ort_providers=tuple(data.get("ort_providers") or ()),
+        env_limits=dict(data.get("env_limits") or {}),
+    )
+    return CellRecord(**values)
+
+
+# Migrations, asv-style: each takes a record of version N and returns one of version N + 1. -------------
+
+# The families' reference strategies when schema 1 was written (schema 1 records did not name them).
+SCHEMA1_REFERENCES = {"control_flow": "eager"}
+
+
+def _from_1(data: Dict[str, Any]) -> Dict[str, Any]:
+    fingerprint = data.get("fingerprint") if isinstance(data.get("fingerprint"), dict) else {}
+    return dict(
+        data,
+        schema_version=2,
+        reference=SCHEMA1_REFERENCES.get(data["family"], "native"),
+        runtime={"name": "onnxruntime", "version": fingerprint.get("onnxruntime")},
+        precision="fp32",
+    )
+
+
+MIGRATIONS: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {1: _from_1}
+
+
+def _migrate(data: Dict[str, Any]) -> Dict[str, Any]:
+    while data["schema_version"] != SCHEMA_VERSION:
+        data = MIGRATIONS[data["schema_version"]](data)
+    return data

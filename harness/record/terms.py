@@ -1,0 +1,103 @@
+"""The words a record is written in, shared by the runner and the reporter: verdicts, portability, versions,
+canonical parameters. Torch-free and Python 3.8-clean: both sides import it."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from enum import Enum
+from typing import Any, Mapping, Optional, Tuple
+
+SCHEMA_VERSION = 2
+
+
+class Verdict(str, Enum):
+    """What became of a cell; the first stage that fails names it. Order: the legend's, best first."""
+
+    PASS = "pass"
+    MISMATCH = "mismatch"
+    OPSET_DRIFT = "opset_drift"
+    EXPORT_FAILED = "export_failed"
+    CHECK_FAILED = "check_failed"
+    LOAD_FAILED = "load_failed"
+    RUN_FAILED = "run_failed"
+    CRASHED = "crashed"
+    TIMEOUT = "timeout"
+    NOT_APPLICABLE = "not_applicable"
+    HARNESS_ERROR = "harness_error"  # a bug of ours, never a failing strategy
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Portability(str, Enum):
+    """Where a strategy's exported graph can run."""
+
+    STANDARD = "standard"
+    ORT_CONTRIB = "ort_contrib"
+    CUSTOM_DOMAIN = "custom_domain"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+PORTABILITY_LABELS = {
+    Portability.STANDARD: "standard ONNX ops",
+    Portability.ORT_CONTRIB: "onnxruntime contrib op (runs only in onnxruntime)",
+    Portability.CUSTOM_DOMAIN: "custom domain (needs a runtime kernel of your own)",
+}
+PORTABILITY_SHORT = {
+    Portability.STANDARD: "standard",
+    Portability.ORT_CONTRIB: "ORT contrib",
+    Portability.CUSTOM_DOMAIN: "custom",
+}
+
+
+def portability_label(portability: str) -> str:
+    try:
+        return PORTABILITY_LABELS[Portability(portability)]
+    except ValueError:
+        return f"unknown portability ({portability})"
+
+
+def portability_rank(portability: str) -> int:
+    order = list(Portability)
+    try:
+        return order.index(Portability(portability))
+    except ValueError:
+        return len(order)
+
+
+def canonical_params(params: Mapping[str, Any]) -> str:
+    """The canonical text of a case's parameters: the identity used for cell ids, joins and de-duplication."""
+    return json.dumps(params, sort_keys=True, separators=(",", ":"), default=str)
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+def parse_version(text: Optional[str]) -> Tuple[int, ...]:
+    """'1.12.1+cu102' -> (1, 12, 1); '2.13.0.dev20260101' -> (2, 13, 0); None or garbage -> ()."""
+    if not isinstance(text, str):
+        return ()
+    parts = []
+    for piece in text.split("+")[0].split(".")[:3]:
+        found = _DIGITS.match(piece)
+        if not found:
+            break
+        parts.append(int(found.group()))
+    return tuple(parts)
+
+
+def clean(value: Any) -> Any:
+    """JSON has no NaN or infinity: they become null (a parity note says why where it matters)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    if isinstance(value, Enum):
+        return value.value
+    return value

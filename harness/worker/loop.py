@@ -1,0 +1,76 @@
+"""A worker process: imports torch once, runs cells sent on stdin, answers one JSON line per cell.
+
+A cell that segfaults, aborts or hangs takes this process down with it, never the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import signal
+import sys
+import traceback
+from typing import IO, TYPE_CHECKING, List, Optional
+
+from harness.plan.spec import CellSpec
+from harness.record import CellRecord, Verdict
+
+if TYPE_CHECKING:
+    from harness.worker.executor import CellExecutor
+
+
+def _protocol_stream() -> IO[str]:
+    """Keep the real stdout for answers; anything else printing to fd 1 lands on stderr."""
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return proto
+
+
+def _limit_memory(limit_mb: Optional[int]) -> None:
+    if limit_mb:
+        limit = limit_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+
+
+def _parse(argv: Optional[List[str]]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m harness.worker", description="started by `harness run` only")
+    parser.add_argument("--env", required=True)
+    parser.add_argument("--cases-dir", action="append", default=[])
+    parser.add_argument("--options", default="{}", help="harness.worker.options.Options as JSON")
+    parser.add_argument("--memory-limit-mb", type=int, default=None)
+    return parser.parse_args(argv)
+
+
+def serve(argv: Optional[List[str]] = None) -> int:
+    args = _parse(argv)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when the run stops
+    proto = _protocol_stream()
+    _limit_memory(args.memory_limit_mb)
+
+    from harness.worker.executor import CellExecutor
+    from harness.worker.options import Options
+
+    executor = CellExecutor(env_name=args.env, cases_dirs=args.cases_dir, options=Options.from_json(args.options))
+    proto.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        cell = CellSpec.from_dict(request["cell"])
+        record = _answer(executor, cell)
+        proto.write(json.dumps({"cell_id": request["cell_id"], "record": record.to_json()}) + "\n")
+        proto.flush()
+    return 0
+
+
+def _answer(executor: CellExecutor, cell: CellSpec) -> CellRecord:
+    """The cell's record; a bug outside the pipeline's stages still answers, as a harness error."""
+    try:
+        return executor.execute(cell)
+    except Exception:
+        text = traceback.format_exc()
+        record = executor.blank(cell, Verdict.HARNESS_ERROR)
+        return record.with_(reason=text.strip().splitlines()[-1][:300], traceback=text[-4000:])

@@ -1,0 +1,117 @@
+"""The layout's rules, checked on the source: no import circles, no private name imported from another module,
+modules and functions of a readable size, and the torch-free worlds free of torch."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List, Set
+
+from conftest import ROOT
+
+PACKAGE = ROOT / "harness"
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 60
+
+
+def _modules() -> Dict[str, Path]:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = path
+    return found
+
+
+def _top_level_imports(path: Path) -> List[ast.ImportFrom]:
+    """Imports run when the module is imported: not those inside functions or under TYPE_CHECKING."""
+    tree = ast.parse(path.read_text())
+    out = []
+    for node in tree.body:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.dump(node.test):
+            continue
+        for sub in [node] if not isinstance(node, ast.If) else node.body:
+            if isinstance(sub, ast.ImportFrom) and sub.module:
+                out.append(sub)
+    return out
+
+
+def _graph() -> Dict[str, Set[str]]:
+    modules = _modules()
+    graph: Dict[str, Set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for node in _top_level_imports(path):
+            target = node.module
+            for alias in node.names:
+                if f"{target}.{alias.name}" in modules:
+                    graph[name].add(f"{target}.{alias.name}")
+            if target in modules:
+                graph[name].add(target)
+            # importing a submodule imports its parent packages first
+            parts = target.split(".")
+            graph[name].update(".".join(parts[:i]) for i in range(1, len(parts)) if ".".join(parts[:i]) in modules)
+    return graph
+
+
+def test_no_import_circles():
+    graph = _graph()
+    state: Dict[str, int] = {}
+    circles = []
+
+    def visit(node: str, trail: List[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if nxt == node or (node.startswith(nxt + ".")):  # a package's own submodules import their parent
+                continue
+            if state.get(nxt) == 1:
+                circles.append(trail[trail.index(nxt) :] + [nxt] if nxt in trail else [node, nxt])
+            elif nxt not in state:
+                visit(nxt, trail + [nxt])
+        state[node] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+    assert circles == []
+
+
+def test_no_private_name_is_imported_from_another_module():
+    offenders = []
+    for name, path in _modules().items():
+        for node in _top_level_imports(path) + [
+            n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.ImportFrom) and n.module
+        ]:
+            if not node.module.startswith("harness"):
+                continue
+            offenders += [
+                f"{name}: {node.module}.{a.name}"
+                for a in node.names
+                if a.name.startswith("_") and not a.name.startswith("__")
+            ]
+    assert offenders == []
+
+
+def test_modules_and_functions_stay_readable():
+    too_long = []
+    for name, path in _modules().items():
+        source = path.read_text()
+        if len(source.splitlines()) > MAX_MODULE_LINES:
+            too_long.append(f"{name}: {len(source.splitlines())} lines")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    too_long.append(f"{name}.{node.name}: {length} lines")
+    assert too_long == []
+
+
+def test_the_record_and_the_reporter_import_without_torch():
+    code = (
+        "import sys, harness.record, harness.report.model, harness.report.cli, harness.cli\n"
+        "bad = [m for m in ('torch', 'onnx', 'onnxruntime', 'mmcv') if m in sys.modules]\n"
+        "assert not bad, bad\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=str(ROOT), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
