@@ -55,11 +55,11 @@ def _provision(session: nox.Session, name: str, extra=()) -> tuple:
     except UserError as exc:
         session.error(str(exc))
     link_into_repo(venv, ROOT, name)
-    run_env = {"PYTHONPATH": str(ROOT), "HARNESS_ENV": env.name, "PYTHONUNBUFFERED": "1"}
+    environ = {"PYTHONPATH": str(ROOT), "HARNESS_ENV": env.name, "PYTHONUNBUFFERED": "1"}
     reason = prov.mmcv_unavailable_reason(venv) if env.mmcv else "this environment installs no mmcv"
     if reason:
-        run_env["HARNESS_MMCV_UNAVAILABLE"] = reason
-    return venv, run_env
+        environ["HARNESS_MMCV_UNAVAILABLE"] = reason
+    return venv, environ
 
 
 @nox.session(python=False)
@@ -70,9 +70,9 @@ def matrix(session: nox.Session, env: str) -> None:
 
 
 def _run_matrix(session: nox.Session, env: str) -> None:
-    venv, run_env = _provision(session, env)
+    venv, environ = _provision(session, env)
     session.run(
-        str(venv / "bin" / "python"), "-m", "harness", "run", "--env", env, *session.posargs, env=run_env, external=True
+        str(venv / "bin" / "python"), "-m", "harness", "run", "--env", env, *session.posargs, env=environ, external=True
     )
     if not os.environ.get("MATRIX_NO_REPORT"):  # CI jobs per environment merge their results later
         session.notify("report")
@@ -98,11 +98,11 @@ def bench_gpu(session: nox.Session, env: str) -> None:
     args = ["-m", "harness", "run", "--env", env, "--device", "cuda", "--dtype", "float32,float16", "--tag", "gpu"]
     python = os.environ.get("BENCH_GPU_PYTHON")
     if python:
-        run_env = {"PYTHONPATH": str(ROOT), "HARNESS_ENV": env, "PYTHONUNBUFFERED": "1"}
+        environ = {"PYTHONPATH": str(ROOT), "HARNESS_ENV": env, "PYTHONUNBUFFERED": "1"}
     else:
-        venv, run_env = _provision(session, env)
+        venv, environ = _provision(session, env)
         python = str(venv / "bin" / "python")
-    session.run(python, *args, *session.posargs, env=run_env, external=True)
+    session.run(python, *args, *session.posargs, env=environ, external=True)
     if not os.environ.get("MATRIX_NO_REPORT"):
         session.notify("report")
 
@@ -114,7 +114,7 @@ def report(session: nox.Session) -> None:
         venv = Provisioner(REPORT_ENV, log=session.log).venv()
     except UserError as exc:
         session.error(str(exc))
-    run_env = {"PYTHONPATH": str(ROOT)}
+    environ = {"PYTHONPATH": str(ROOT)}
     # A matrix session notifies this one with its own arguments: take only those meant for the report.
     mine = any(a.split("=")[0] in ("--results", "--out", "--title") for a in session.posargs)
     args = (session.posargs if mine else None) or [
@@ -123,21 +123,23 @@ def report(session: nox.Session) -> None:
         "--out",
         str(ROOT / "reports" / "index.html"),
     ]
-    session.run(str(venv / "bin" / "python"), "-m", "harness", "report", *args, env=run_env, external=True)
+    session.run(str(venv / "bin" / "python"), "-m", "harness", "report", *args, env=environ, external=True)
 
 
 @nox.session(python=False)
 def tests(session: nox.Session) -> None:
     """The test suite, in the torch2 environment (real torch, onnxruntime, mmcv); arguments go to pytest."""
-    venv, run_env = _provision(session, "torch2", extra=TEST_PINS)
-    run_env["PATH"] = str(venv / "bin") + os.pathsep + os.environ.get("PATH", "")
-    session.run(str(venv / "bin" / "python"), "-m", "pytest", *(session.posargs or ["-q"]), env=run_env, external=True)
+    venv, environ = _provision(session, "torch2", extra=TEST_PINS)
+    environ["PATH"] = str(venv / "bin") + os.pathsep + os.environ.get("PATH", "")
+    if not Path(os.environ.get("REPORT_CHROMIUM", "/usr/bin/chromium")).exists():
+        session.warn("no Chromium: the page's browser test will skip; install it with `apt-get install chromium`")
+    session.run(str(venv / "bin" / "python"), "-m", "pytest", *(session.posargs or ["-q"]), env=environ, external=True)
 
 
 @nox.session(python=False)
 def lint(session: nox.Session) -> None:
     """ruff check and ruff format --check over the project."""
-    venv, run_env = _provision(session, "torch2", extra=TEST_PINS)
+    venv, environ = _provision(session, "torch2", extra=TEST_PINS)
     ruff = str(venv / "bin" / "ruff")
     session.run(ruff, "check", ".", external=True)
     session.run(ruff, "format", "--check", ".", external=True)

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from harness.record import read_results  # noqa: E402  (the one reader; torch-free)
+
 
 def load(env):
-    path = Path("results") / f"{env}.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    found = read_results(Path("results") / f"{env}.jsonl")
+    if found.refusal is not None or found.skipped:
+        sys.exit(f"FAIL results/{env}.jsonl: {found.refusal.line() if found.refusal else found.skipped[0].describe()}")
+    return [r.to_json() for r in found.records]
 
 
 def pick(records, **want):
@@ -82,6 +87,14 @@ def main():
     )
     errors = [r for r in t18 + t2 if r["verdict"] == "harness_error"]
     expect(not errors, f"no harness_error ({len(errors)} found)")
+    beyond = pick(t18, opset=16) + pick(t18, exporter="dynamo")
+    limits = t18[0]["env_limits"] if t18 else {}
+    expect(
+        not beyond and "exporter dynamo" in limits and "opsets above 13" in limits,
+        "torch1.8: no cells beyond the environment (dynamo, opsets above 13); its records name those limits",
+    )
+    flow = [r for r in t2 if r["family"] == "control_flow"]
+    expect(all(r["reference"] == "eager" for r in flow), "control_flow records name eager as their reference")
     return 1 if failures else 0
 
 

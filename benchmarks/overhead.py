@@ -9,9 +9,13 @@ the memory probe. Eager PyTorch (the reference and the strategy) is reported sep
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from harness.record import Verdict, read_results  # noqa: E402
 
 THIRD_PARTY = {"export", "opset", "check", "load", "run", "parity", "dynamic", "latency", "memory"}
 
@@ -19,15 +23,13 @@ THIRD_PARTY = {"export", "opset", "check", "load", "run", "parity", "dynamic", "
 def main(paths):
     overhead, eager = [], []
     for path in paths:
-        with open(path) as fh:
-            for line in fh:
-                r = json.loads(line)
-                if r["verdict"] == "not_applicable" or not r["stages"]:
-                    continue
-                spent = sum(s["seconds"] for s in r["stages"] if s["name"] in THIRD_PARTY)
-                own = sum(s["seconds"] for s in r["stages"] if s["name"] in ("build", "eager"))
-                overhead.append(r["wall_s"] - spent - own)
-                eager.append(own)
+        for r in read_results(Path(path)).records:
+            if r.verdict is Verdict.NOT_APPLICABLE or not r.stages:
+                continue
+            spent = sum(s.seconds for s in r.stages if s.name in THIRD_PARTY)
+            own = sum(s.seconds for s in r.stages if s.name in ("build", "eager"))
+            overhead.append(r.wall_s - spent - own)
+            eager.append(own)
     if not overhead:
         print("no run cells in those files")
         return 1

@@ -9,12 +9,15 @@ median for eager and onnxruntime and the spread (max/min - 1) of the medians.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from harness.record import read_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -53,11 +56,11 @@ def main(argv=None):
             ]
             env = dict(os.environ, PYTHONPATH=str(ROOT))
             subprocess.run(cmd, check=True, env=env, cwd=str(ROOT), stdout=subprocess.DEVNULL)
-            records = [json.loads(line) for line in out.read_text().splitlines()]
-            run = [r for r in records if r.get("latency")][-len({r["cell_id"] for r in records}) :]
+            records = read_results(out).records
+            run = [r for r in records if r.latency][-len({r.cell_id for r in records}) :]
             for r in run:
                 for target in medians:
-                    medians[target].append((r["params"].get("size", r["case"]), r["latency"][target]["median_s"]))
+                    medians[target].append((r.params.get("size", r.case), r.latency[target].median_s))
     for target, values in medians.items():
         by_key = {}
         for key, value in values:

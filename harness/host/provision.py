@@ -90,7 +90,10 @@ class Provisioner:
         self._check([exe, "-m", "venv", str(venv)])
         pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check"]
         index = [a for url in self.env.extra_index_urls for a in ("--extra-index-url", url)]
-        self._check(pip + ["install", "-q"] + index + list(self.env.pins) + list(self.extra))
+        # one resolve for every pin: installing mmcv's runtime pins after the extras would move a shared
+        # dependency (packaging) under the test tools and print a resolver conflict
+        runtime = list(self.env.mmcv.runtime) if self.env.mmcv else []
+        self._check(pip + ["install", "-q"] + index + list(self.env.pins) + runtime + list(self.extra))
         if self.env.mmcv:
             self._install_mmcv(venv, pip)
         stamp.write_text("\n".join(self.env.pins) + "\n")
@@ -122,8 +125,6 @@ class Provisioner:
         failed = self.cache / "wheels" / (key + ".failed")
         log_path = self.cache / "logs" / (key + ".log")
         self.unavailable_file(venv).unlink(missing_ok=True)
-        if mmcv.runtime:
-            self._check(pip + ["install", "-q"] + list(self.env.pins) + list(mmcv.runtime))
         found = sorted(wheels.glob("*.whl")) if wheels.is_dir() else []
         if found:
             self.log(f"{self.env.name}: mmcv cache hit: {found[0]}")
@@ -162,13 +163,13 @@ class Provisioner:
         start = time.monotonic()
         if mmcv.build:
             self._check(pip + ["install", "-q", "--no-deps"] + list(mmcv.build))
-        env = dict(os.environ, MMCV_WITH_OPS="1", FORCE_CUDA="0", MAX_JOBS=str(os.cpu_count() or 2))
+        environ = dict(os.environ, MMCV_WITH_OPS="1", FORCE_CUDA="0", MAX_JOBS=str(os.cpu_count() or 2))
         with tempfile.TemporaryDirectory() as tmp, open(log_path, "w") as log:
             result = subprocess.run(
                 pip + ["wheel", "--no-cache-dir", "--no-deps", "--no-build-isolation", mmcv.spec, "-w", tmp],
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env=env,
+                env=environ,
             )
             built = sorted(Path(tmp).glob("*.whl"))
             if result.returncode != 0 or not built:

@@ -28,7 +28,7 @@ def now_iso() -> str:
 
 @dataclass
 class WorkerConfig:
-    env: str
+    env_name: str
     options: Options = field(default_factory=Options)
     cases_dirs: Sequence[str] = ()
     memory_limit_mb: Optional[int] = None
@@ -36,9 +36,9 @@ class WorkerConfig:
     log_path: Optional[Path] = None
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace, env: str, log_path: Path) -> WorkerConfig:
+    def from_args(cls, args: argparse.Namespace, env_name: str, log_path: Path) -> WorkerConfig:
         return cls(
-            env=env,
+            env_name=env_name,
             options=Options(
                 threads=args.threads,
                 latency=not args.no_latency,
@@ -53,7 +53,7 @@ class WorkerConfig:
         )
 
     def command(self) -> List[str]:
-        cmd = [sys.executable, "-m", "harness.worker", "--env", self.env, "--options", self.options.to_json()]
+        cmd = [sys.executable, "-m", "harness.worker", "--env", self.env_name, "--options", self.options.to_json()]
         for d in self.cases_dirs:
             cmd += ["--cases-dir", str(d)]
         if self.memory_limit_mb:
@@ -63,16 +63,16 @@ class WorkerConfig:
 
 class Worker:
     def __init__(self, config: WorkerConfig) -> None:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
-        env.setdefault("OMP_NUM_THREADS", str(config.options.threads))
+        environ = dict(os.environ)
+        environ["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT)] + [p for p in [environ.get("PYTHONPATH")] if p])
+        environ.setdefault("OMP_NUM_THREADS", str(config.options.threads))
         self._log = open(config.log_path, "ab") if config.log_path else subprocess.DEVNULL
         self.proc = subprocess.Popen(
             config.command(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log,
-            env=env,
+            env=environ,
             start_new_session=True,
         )
         self.cell: Optional[CellSpec] = None

@@ -10,11 +10,11 @@ from typing import Dict, Optional, TextIO
 
 class Progress:
     def __init__(
-        self, total: int, env: str, quiet: bool = False, stream: Optional[TextIO] = None, resumed: int = 0
+        self, total: int, env_name: str, quiet: bool = False, stream: Optional[TextIO] = None, resumed: int = 0
     ) -> None:
         self.total = total
         self.resumed = resumed
-        self.env = env
+        self.env_name = env_name
         self.quiet = quiet
         self.stream = stream or sys.stderr
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
@@ -64,7 +64,7 @@ class Progress:
         failures = ", ".join(f"{k} {v}" for k, v in sorted(self.verdicts.items()) if k != "pass") or "none"
         wall = time.monotonic() - self.start
         resumed = f" ({self.resumed} already done, skipped)" if self.resumed else ""
-        return f"{self.env}: {self.done} cells{resumed}, {passes} pass; others: {failures}; wall {_duration(wall)}"
+        return f"{self.env_name}: {self.done} cells{resumed}, {passes} pass; others: {failures}; wall {_duration(wall)}"
 
     def close(self) -> None:
         if self.tty and not self.quiet:

@@ -225,7 +225,7 @@ def _emit(run: Run, outcome: Outcome, ran: bool) -> None:
 def _execute_inline(run: Run, config: WorkerConfig) -> None:
     from harness.worker.executor import CellExecutor
 
-    executor = CellExecutor(config.env, config.cases_dirs, config.options)
+    executor = CellExecutor(config.env_name, config.cases_dirs, config.options)
     for cell in run.runnable:
         run.progress.started(cell.label())
         started, t0 = now_iso(), time.monotonic()
