@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+import pandas as pd
 import pytest
 
+from harness.record import CellRecord
 from harness.report.advisor import Candidate, advise, explain, rank
-from harness.report.costs import best_reference_only, geomean, with_ratios
+from harness.report.costs import CHEAPEST, REFERENCE_EAGER, REFERENCE_ORT, best_reference_only, geomean, with_ratios
 from harness.report.table import build_frame
+
+RECORDS = Path(__file__).parent / "resources" / "records"
 
 PORTABILITY = {
     "native": "standard",
@@ -32,12 +38,15 @@ def rec(
     opset: int = 11,
 ) -> Dict[str, Any]:
     latency = {
-        k: {"median_s": v, "iqr_s": 0.0, "samples": 10, "threads": 2, "noisy": False}
+        k: {"median_s": v, "iqr_s": 0.0, "samples": 10, "number": 1, "threads": 2, "noisy": False}
         for k, v in (("ort", ort), ("eager", eager))
         if v
     }
     return {
-        "schema_version": 1,
+        "schema_version": 2,
+        "reference": "native",
+        "runtime": {"name": "onnxruntime", "version": "1.10.0"},
+        "precision": "fp32",
         "env": env,
         "family": "grid_sample",
         "case": "op",
@@ -58,8 +67,12 @@ def rec(
     }
 
 
+def frame_of(records: List[Dict[str, Any]]) -> pd.DataFrame:
+    return build_frame([CellRecord.from_json(r) for r in records])
+
+
 def ranked(records: List[Dict[str, Any]]) -> List[Candidate]:
-    advice = advise(build_frame(records))
+    advice = advise(frame_of(records))
     assert len(advice) == 1
     return list(advice[0].ranked)
 
@@ -140,14 +153,14 @@ def test_exporters_are_separate_candidates() -> None:
 
 
 def test_when_nothing_passes_there_is_no_pick() -> None:
-    advice = advise(build_frame([rec("native", p, "export_failed") for p in COMBOS]))[0]
+    advice = advise(frame_of([rec("native", p, "export_failed") for p in COMBOS]))[0]
     assert advice.pick is None
     assert advice.why == "nothing passes here"
 
 
 def test_groups_are_per_environment_opset_device_and_family() -> None:
     records = [rec("native", COMBOS[0], ort=0.001, env=e, opset=o) for e in ("torch1.8", "torch2") for o in (11, 16)]
-    assert [a.key for a in advise(build_frame(records))] == [
+    assert [a.key for a in advise(frame_of(records))] == [
         ("torch1.8", 11, "cpu", "grid_sample"),
         ("torch1.8", 16, "cpu", "grid_sample"),
         ("torch2", 11, "cpu", "grid_sample"),
@@ -159,13 +172,23 @@ def test_references_fall_back_from_native_ort_to_native_eager_to_the_cheapest() 
     with_eager = [rec("native", p, "export_failed", eager=0.001) for p in COMBOS] + [
         rec("custom", p, ort=0.003) for p in COMBOS
     ]
-    ratios = with_ratios(build_frame(with_eager), "latency")
-    assert set(ratios["ref_kind"]) == {"native eager"}
+    ratios = with_ratios(frame_of(with_eager), "latency")
+    assert (set(ratios["ref_kind"]), set(ratios["ref_label"])) == ({REFERENCE_EAGER}, {"native eager"})
     assert list(ratios["ratio"]) == pytest.approx([3.0, 3.0])
     without = [rec("mmcv", p, ort=0.002) for p in COMBOS] + [rec("custom", p, ort=0.003) for p in COMBOS]
-    ratios = with_ratios(build_frame(without), "latency")
-    assert set(ratios["ref_kind"]) == {"cheapest strategy"}
+    ratios = with_ratios(frame_of(without), "latency")
+    assert (set(ratios["ref_kind"]), set(ratios["ref_label"])) == ({CHEAPEST}, {"cheapest strategy"})
     assert sorted(ratios["ratio"]) == pytest.approx([1.0, 1.0, 1.5, 1.5])
+
+
+def test_the_reference_is_the_one_each_record_names_not_native_by_name() -> None:
+    # A family whose reference is "mmcv": native is just another strategy there.
+    records = [
+        dict(rec(s, p, ort=t), reference="mmcv") for s, t in (("native", 0.001), ("mmcv", 0.002)) for p in COMBOS
+    ]
+    ratios = with_ratios(frame_of(records), "latency")
+    assert (set(ratios["ref_kind"]), set(ratios["ref_label"])) == ({REFERENCE_ORT}, {"mmcv ORT"})
+    assert sorted(ratios["ratio"]) == pytest.approx([0.5, 0.5, 1.0, 1.0])
 
 
 def test_a_group_mixing_references_keeps_only_the_best_one() -> None:
@@ -175,8 +198,8 @@ def test_a_group_mixing_references_keeps_only_the_best_one() -> None:
         rec("custom", COMBOS[0], ort=0.004),
         rec("custom", COMBOS[1], ort=0.1),
     ]
-    ratios = best_reference_only(with_ratios(build_frame(records), "latency"), ["env"])
-    assert set(ratios["ref_kind"]) == {"native ORT"}
+    ratios = best_reference_only(with_ratios(frame_of(records), "latency"), ["env"])
+    assert set(ratios["ref_kind"]) == {REFERENCE_ORT}
     custom = next(c for c in ranked(records) if c.strategy == "custom")
     assert custom.latency == pytest.approx(4.0)
 
@@ -200,7 +223,7 @@ def test_a_candidate_that_never_applies_is_not_ranked() -> None:
         + [rec("native", p, ort=0.001) for p in COMBOS]
         + [rec("custom", COMBOS[0], "mismatch"), rec("custom", COMBOS[1], "not_applicable")]
     )
-    advice = advise(build_frame(records))[0]
+    advice = advise(frame_of(records))[0]
     assert [(c.strategy, c.exporter) for c in advice.ranked] == [("native", "torchscript"), ("custom", "torchscript")]
     assert [(c.strategy, c.exporter) for c in advice.inapplicable] == [("native", "dynamo")]
 
@@ -208,7 +231,73 @@ def test_a_candidate_that_never_applies_is_not_ranked() -> None:
 def test_a_group_where_nothing_applies_says_so() -> None:
     from harness.report.upgrade import side
 
-    advice = advise(build_frame([rec("mmcv", p, "not_applicable") for p in COMBOS]))[0]
+    advice = advise(frame_of([rec("mmcv", p, "not_applicable") for p in COMBOS]))[0]
     assert advice.ranked == () and advice.pick is None
     assert advice.why == "nothing applies here"
     assert side(advice).state == "not_applicable"
+
+
+def control_flow_key(strategy: str) -> Dict[str, Any]:
+    """One cell of the fixtures' control_flow key (torch2, loop_scan scripted, opset 11), as the worker writes it
+    now (schema 2): the reference named, the runtime and precision recorded, each timing with its block size."""
+    for line in (RECORDS / "torch2.jsonl").read_text(encoding="utf-8").splitlines():
+        data = json.loads(line)
+        wanted = ("loop_scan", 11, {"variant": "scripted", "steps": 4}, strategy)
+        if (data["case"], data["opset"], data["params"], data["strategy"]) == wanted:
+            for timing in data["latency"].values():
+                timing["number"] = 1
+            runtime = {"name": "onnxruntime", "version": data["fingerprint"]["onnxruntime"]}
+            return dict(data, schema_version=2, reference="eager", runtime=runtime, precision="fp32", env_limits={})
+    raise LookupError(strategy)
+
+
+def with_reference_target(data: Dict[str, Any], seconds: float, peak: int) -> Dict[str, Any]:
+    """The reference (eager PyTorch for control_flow) measured beside the cell, with the same timer."""
+    timing = dict(data["latency"]["eager"], median_s=seconds)
+    latency = dict(data["latency"], reference=timing)
+    memory = dict(data["memory"], reference=dict(data["memory"]["eager"], peak_bytes=peak))
+    return dict(data, latency=latency, memory=memory)
+
+
+def control_flow_cells(with_target: bool) -> List[Dict[str, Any]]:
+    cells = [control_flow_key(s) for s in ("script", "trace", "custom_op")]
+    if with_target:
+        targets = [(1.0e-4, 100_000_000), (1.2e-4, 120_000_000), (1.1e-4, 110_000_000)]
+        cells = [with_reference_target(c, t, m) for c, (t, m) in zip(cells, targets)]
+    # The reference's own cell: eager is not a graph, so it is never exported nor measured in onnxruntime.
+    eager = dict(cells[0], strategy="eager", verdict="not_applicable", latency=None, memory=None, parity=None)
+    return cells + [dict(eager, reason="the reference itself: eager PyTorch is not exported")]
+
+
+def test_control_flow_costs_are_relative_to_the_references_eager_timing() -> None:
+    frame = frame_of(control_flow_cells(with_target=True))
+    ratios = with_ratios(frame, "latency").set_index("strategy")
+    assert set(ratios["ref_kind"]) == {REFERENCE_EAGER} and set(ratios["ref_label"]) == {"eager PyTorch"}
+    assert list(ratios["ref"]) == pytest.approx([1.1e-4] * 3)  # the median of the three cells' reference targets
+    assert ratios.at["script", "ratio"] == pytest.approx(0.0001451 / 1.1e-4)
+    assert ratios.at["custom_op", "ratio"] == pytest.approx(0.0001385 / 1.1e-4)
+    memory = with_ratios(frame, "memory").set_index("strategy")
+    assert memory.at["trace", "ratio"] == pytest.approx(148207828 / 110_000_000)
+    advice = advise(frame)
+    assert [(a.family, a.latency_ref, a.memory_ref) for a in advice] == [
+        ("control_flow", "eager PyTorch", "eager PyTorch")
+    ]
+    custom = next(c for c in advice[0].ranked if c.strategy == "custom_op")
+    assert custom.latency == pytest.approx(0.0001385 / 1.1e-4)
+
+
+def test_control_flow_without_the_reference_target_falls_back_to_the_cheapest() -> None:
+    ratios = with_ratios(frame_of(control_flow_cells(with_target=False)), "latency").set_index("strategy")
+    assert set(ratios["ref_kind"]) == {CHEAPEST}
+    assert ratios.at["custom_op", "ratio"] == pytest.approx(1.0)
+
+
+def test_the_reference_in_onnxruntime_comes_before_the_reference_target() -> None:
+    cells = [rec("custom", p, ort=0.004) for p in COMBOS]
+    for cell in cells:
+        cell["latency"]["reference"] = dict(cell["latency"]["ort"], median_s=0.001)
+    ratios = with_ratios(frame_of(cells + [rec("native", p, ort=0.002) for p in COMBOS]), "latency")
+    custom = ratios[ratios["strategy"] == "custom"]
+    assert set(custom["ref_kind"]) == {REFERENCE_ORT} and list(custom["ratio"]) == pytest.approx([2.0, 2.0])
+    alone = with_ratios(frame_of(cells), "latency")
+    assert set(alone["ref_label"]) == {"native eager"} and list(alone["ratio"]) == pytest.approx([4.0, 4.0])

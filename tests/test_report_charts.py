@@ -11,6 +11,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from harness.report.charts import build_charts, cost_summary, svg_text
+from harness.report.costs import CHEAPEST, REFERENCE_ORT
 from harness.report.load import load
 from harness.report.table import build_frame
 
@@ -24,21 +25,22 @@ def frame() -> pd.DataFrame:
     return build_frame(load([str(RECORDS)]).records)
 
 
-def test_cost_summary_is_relative_to_native_where_native_passes(frame: pd.DataFrame) -> None:
+def test_cost_summary_is_relative_to_the_reference_where_it_passes(frame: pd.DataFrame) -> None:
     table = cost_summary(frame, "latency", ENVS)
     torch2 = table[(table["env"] == "torch2") & (table["device"] == "cpu")].set_index("strategy")
-    assert set(torch2["ref_kind"]) == {"native ORT"}
-    assert "native" not in torch2.index
+    assert set(torch2["ref_kind"]) == {REFERENCE_ORT}
+    assert "native" not in torch2.index  # grid_sample's reference, as its records name it
     # The fixtures' speeds: contrib runs onnxruntime's own kernel, about as fast as native; the rewrites 3-5x slower.
     assert 0.9 < torch2.at["contrib", "ratio"] < 1.2
     assert 3.5 < torch2.at["custom", "ratio"] < 5.5
     torch18 = table[table["env"] == "torch1.8"]
-    assert set(torch18["ref_kind"]) == {"cheapest strategy"}  # native never exports on torch 1.8
+    assert set(torch18["ref_kind"]) == {CHEAPEST}  # native never exports on torch 1.8
 
 
 def test_charts_are_inline_svg_without_prolog_comments_or_clashing_ids(frame: pd.DataFrame) -> None:
     charts = build_charts(frame, ENVS, STRATEGIES)
     assert [c.id for c in charts] == ["chart-latency", "chart-memory", "chart-accuracy"]
+    assert charts[0].title.startswith("Latency relative to the family's reference (native for grid_sample)")
     for chart in charts:
         svg = chart.svg
         assert svg is not None and svg.startswith('<svg role="img" aria-label=')

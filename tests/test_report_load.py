@@ -1,24 +1,28 @@
-"""Reading results files: discovery, refusals with one clear line, and de-duplication of re-run cells."""
+"""Reading results files through harness.record: discovery, torn lines, refusals, migration and de-duplication."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any, Callable, Dict, List
 
 import pytest
 
+from harness.record import CellRecord, Verdict
 from harness.report import main
-from harness.report.load import READABLE_SCHEMA_VERSION, check_record, dedupe, discover, load, read_file
+from harness.report.load import dedupe, discover, load
 
 RECORDS = Path(__file__).parent / "resources" / "records"
 
 
-def first_record() -> dict:
+def first_record() -> Dict[str, Any]:
     return json.loads((RECORDS / "torch1.8.jsonl").read_text(encoding="utf-8").splitlines()[0])
 
 
-def write_lines(path: Path, records: list) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+def write_lines(path: Path, lines: List[Any]) -> Path:
+    """Each item a line: a dict as JSON, a str as it is (a torn line)."""
+    text = "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines)
+    path.write_text(text, encoding="utf-8")
     return path
 
 
@@ -38,47 +42,54 @@ def test_discover_refuses_missing_paths_and_empty_folders(tmp_path: Path) -> Non
     assert "nox -s matrix" in refusals[1].line()
 
 
-def test_another_schema_version_is_refused_with_the_fix() -> None:
-    records, refusal = read_file(RECORDS / "schema99.jsonl")
-    assert records == []
-    assert refusal is not None
-    assert refusal.line() == (
-        "{}: schema_version 99 is not readable by this harness (reads {}); re-run `nox -s matrix` with this "
-        "version or render with the harness that wrote it".format(RECORDS / "schema99.jsonl", READABLE_SCHEMA_VERSION)
-    )
+def test_a_torn_line_in_the_middle_keeps_every_intact_record_and_is_named(tmp_path: Path) -> None:
+    good = first_record()
+    later = dict(first_record(), opset=good["opset"] + 4)
+    path = write_lines(tmp_path / "torn.jsonl", [good, json.dumps(good)[:150], later])
+    loaded = load([str(path)])
+    assert [r.opset for r in loaded.records] == [good["opset"], good["opset"] + 4]
+    assert loaded.refusals == []
+    assert [(s.path, s.line) for s in loaded.skipped] == [(str(path), 2)]
+    assert loaded.skipped[0].describe().startswith(f"{path}:2: skipped, not valid JSON")
+    assert [(s.path, s.records, [x.line for x in s.skipped]) for s in loaded.sources] == [(str(path), 2, [2])]
 
 
-def test_a_truncated_line_refuses_the_whole_file() -> None:
-    records, refusal = read_file(RECORDS / "truncated.jsonl")
-    assert records == []
-    assert refusal is not None
-    assert "line 3 is not valid JSON" in refusal.reason
-    assert "re-run `nox -s matrix`" in refusal.fix
+def test_the_torn_fixture_is_read_and_its_torn_line_named() -> None:
+    loaded = load([str(RECORDS / "truncated.jsonl")])
+    assert len(loaded.records) == 2 and loaded.refusals == []
+    assert [s.line for s in loaded.skipped] == [2]
+    assert "the next `nox -s matrix` of that environment" in loaded.skipped[0].describe()
+
+
+def test_another_schema_version_is_refused_whole_with_the_fix() -> None:
+    loaded = load([str(RECORDS / "schema99.jsonl")])
+    assert loaded.records == [] and loaded.sources == []
+    assert [r.line() for r in loaded.refusals] == [
+        "{}: line 1: schema_version 99 is not readable by this harness (reads 1 and 2); render it with the harness "
+        "version that wrote it, or move it out of the results folder".format(RECORDS / "schema99.jsonl")
+    ]
 
 
 @pytest.mark.parametrize(
-    "change, expected",
+    "foreign, expected",
     [
+        ([1, 2], "line 2: a JSON list instead of an object"),
+        ({"hello": "world"}, "line 2: schema_version null is not readable"),
         (lambda r: r.pop("verdict"), "line 2: missing required keys: verdict"),
-        (lambda r: r.update(env=None, case=None), "line 2: missing required keys: env, case"),
         (lambda r: r.update(opset="eleven"), "line 2: key 'opset' should be int"),
-        (lambda r: r.update(opset=True), "line 2: key 'opset' should be int"),
         (lambda r: r.update(verdict="exploded"), 'line 2: unknown verdict "exploded"'),
     ],
 )
-def test_records_without_what_the_matrix_needs_are_refused(tmp_path: Path, change, expected: str) -> None:
-    good, bad = first_record(), first_record()
-    change(bad)
-    _, refusal = read_file(write_lines(tmp_path / "bad.jsonl", [good, bad]))
-    assert refusal is not None
-    assert refusal.reason.startswith(expected)
-
-
-def test_a_line_that_is_not_an_object_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "list.jsonl"
-    path.write_text("[1, 2]\n", encoding="utf-8")
-    _, refusal = read_file(path)
-    assert refusal is not None and "JSON list instead of an object" in refusal.reason
+def test_foreign_json_refuses_the_whole_file(tmp_path: Path, foreign: Any, expected: str) -> None:
+    if callable(foreign):
+        change: Callable[[Dict[str, Any]], Any] = foreign
+        foreign = first_record()
+        change(foreign)
+    path = write_lines(tmp_path / "foreign.jsonl", [first_record(), foreign, dict(first_record(), opset=13)])
+    loaded = load([str(path)])
+    assert loaded.records == [] and loaded.sources == []  # the good lines around it are not half-read
+    assert len(loaded.refusals) == 1
+    assert loaded.refusals[0].reason.startswith(expected)
 
 
 def test_blank_lines_are_ignored_and_optional_keys_may_be_absent(tmp_path: Path) -> None:
@@ -87,50 +98,86 @@ def test_blank_lines_are_ignored_and_optional_keys_may_be_absent(tmp_path: Path)
     }
     path = tmp_path / "sparse.jsonl"
     path.write_text("\n" + json.dumps(record) + "\n\n", encoding="utf-8")
-    records, refusal = read_file(path)
-    assert refusal is None and len(records) == 1
-    check_record(record)
+    loaded = load([str(path)])
+    assert loaded.refusals == [] and loaded.skipped == [] and len(loaded.records) == 1
+    assert loaded.records[0].latency == {} and loaded.records[0].fingerprint.torch is None
+
+
+def test_schema_1_records_are_read_through_the_migration() -> None:
+    loaded = load([str(RECORDS / "torch2.jsonl")])
+    assert loaded.migrated == {1: 231}
+    assert loaded.sources[0].migrated == ((1, 231),)
+    references = {(r.family, r.reference) for r in loaded.records}
+    assert references == {
+        ("grid_sample", "native"),
+        ("resize", "native"),
+        ("layernorm", "native"),
+        ("gelu", "native"),
+        ("control_flow", "eager"),
+    }
+    record = loaded.records[0]
+    assert record.schema_version == 2 and record.precision == "fp32" and record.env_limits == {}
+    assert (record.runtime.name, record.runtime.version) == ("onnxruntime", record.fingerprint.onnxruntime)
+
+
+def test_schema_2_records_are_not_counted_as_migrated(tmp_path: Path) -> None:
+    current = CellRecord.from_json(dict(first_record(), opset=17, latency=None, memory=None)).to_json()
+    assert current["schema_version"] == 2
+    loaded = load([str(write_lines(tmp_path / "now.jsonl", [current, first_record()]))])
+    assert len(loaded.records) == 2
+    assert loaded.migrated == {1: 1}
 
 
 def test_dedupe_keeps_the_newest_by_finished_at_whatever_the_reading_order() -> None:
-    old = dict(first_record(), finished_at="2026-11-29T17:15:01Z", verdict="timeout")
-    new = dict(first_record(), finished_at="2026-11-30T09:00:00+00:00", verdict="pass")
-    other = dict(first_record(), opset=99)
+    def typed(**changes: Any) -> CellRecord:
+        return CellRecord.from_json(dict(first_record(), **changes))
+
+    old = typed(finished_at="2026-11-29T17:15:01Z", verdict="timeout")
+    new = typed(finished_at="2026-11-30T09:00:00+00:00", verdict="pass")
+    other = typed(opset=99)
     for order in ([old, new, other], [new, old, other]):
         kept, dropped = dedupe(order)
         assert dropped == 1
-        assert [r["verdict"] for r in kept if r["opset"] != 99] == ["pass"]
+        assert [r.verdict for r in kept if r.opset != 99] == [Verdict.PASS]
     # On a tie the later-read record wins; the parameters' key order does not split a cell.
-    reordered = dict(old, params=dict(reversed(list(old["params"].items()))), verdict="mismatch")
+    reordered = old.with_(params=dict(reversed(list(old.params.items()))), verdict=Verdict.MISMATCH)
     kept, dropped = dedupe([old, reordered])
-    assert dropped == 1 and kept[0]["verdict"] == "mismatch"
+    assert dropped == 1 and kept[0].verdict == Verdict.MISMATCH
 
 
 def test_loading_the_fixtures_merges_shards_and_refuses_the_unreadable() -> None:
     loaded = load([str(RECORDS)])
     assert len(loaded.records) == 576
-    assert loaded.superseded == 3
-    assert sorted(Path(r.path).name for r in loaded.refusals) == ["schema99.jsonl", "truncated.jsonl"]
-    assert not any(r["env"] in ("torch3", "torch1.12-truncated") for r in loaded.records)
-    rerun = [r for r in loaded.records if r["run_id"] == "20261130T090000-0c1d"]
-    assert sorted((r["case"], r["verdict"]) for r in rerun) == [("gelu", "pass"), ("loop_scan", "pass")]
-    assert not any(r["run_id"] == "20261128T120000-0000" for r in loaded.records)
+    assert loaded.superseded == 5  # 3 re-run cells, and the 2 intact records of the torn file (an older run)
+    assert [Path(r.path).name for r in loaded.refusals] == ["schema99.jsonl"]
+    assert [(Path(s.path).name, s.line) for s in loaded.skipped] == [("truncated.jsonl", 2)]
+    assert loaded.migrated == {1: 581}
+    assert not any(r.env == "torch3" for r in loaded.records)
+    assert not any(r.run_id == "20261129T160210-a1b2" for r in loaded.records)  # the torn file's older run
+    rerun = [r for r in loaded.records if r.run_id == "20261130T090000-0c1d"]
+    assert sorted((r.case, r.verdict.value) for r in rerun) == [("gelu", "pass"), ("loop_scan", "pass")]
+    assert not any(r.run_id == "20261128T120000-0000" for r in loaded.records)
+
+
+def test_cli_names_torn_lines_on_stderr_and_renders_the_rest(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    path = write_lines(tmp_path / "torn.jsonl", [first_record(), '{"schema_version": 1, "env": "torc'])
+    code = main(["--results", str(path), "--out", str(tmp_path / "site" / "index.html")])
+    captured = capsys.readouterr()
+    assert code == 0
+    assert captured.err.splitlines() == [
+        f"{path}:2: skipped, not valid JSON (a torn write: Unterminated string starting at); the next `nox -s "
+        "matrix` of that environment sets the line aside and measures its cell again"
+    ]
+    assert "1 cells from 1 files, 0 refused, 1 torn lines skipped" in captured.out
 
 
 def test_cli_exit_code_is_2_when_nothing_is_readable(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    code = main(
-        [
-            "--results",
-            str(RECORDS / "schema99.jsonl"),
-            str(RECORDS / "truncated.jsonl"),
-            "--out",
-            str(tmp_path / "x.html"),
-        ]
-    )
+    foreign = write_lines(tmp_path / "foreign.jsonl", [{"not": "a record"}])
+    code = main(["--results", str(RECORDS / "schema99.jsonl"), str(foreign), "--out", str(tmp_path / "x.html")])
     err = capsys.readouterr().err.splitlines()
     assert code == 2
-    assert err[0].startswith("refused {}: schema_version 99".format(RECORDS / "schema99.jsonl"))
-    assert err[1].startswith("refused {}: line 3".format(RECORDS / "truncated.jsonl"))
+    assert err[0].startswith("refused {}: line 1: schema_version 99".format(RECORDS / "schema99.jsonl"))
+    assert err[1].startswith(f"refused {foreign}: line 1: schema_version null")
     assert err[2].startswith("nothing to render")
     assert not (tmp_path / "x.html").exists()
 

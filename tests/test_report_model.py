@@ -9,13 +9,14 @@ from typing import Any, Dict, List, Tuple
 import pandas as pd
 import pytest
 
+from harness.record import Portability, Verdict, parse_version, portability_label
 from harness.report import matrix
 from harness.report.advisor import advise
 from harness.report.load import Loaded, load
 from harness.report.model import Page, build_page, env_order
 from harness.report.table import build_frame
 from harness.report.upgrade import cell_changes, diff
-from harness.report.vocab import natural_key, params_label, varying_keys, version_tuple
+from harness.report.vocab import VERDICT_STYLE, VERDICTS, natural_key, params_label, varying_keys
 
 RECORDS = Path(__file__).parent / "resources" / "records"
 
@@ -64,9 +65,14 @@ def test_only_varying_parameters_are_labelled_unless_there_is_one_combination() 
 
 
 def test_small_helpers_order_versions_and_labels_naturally() -> None:
-    assert version_tuple("2.13.0+cpu") > version_tuple("1.12.1") > version_tuple("1.8.1")
-    assert version_tuple(None) == ()
+    assert parse_version("2.13.0+cpu") > parse_version("1.12.1") > parse_version("1.8.1")
     assert sorted(["r=10", "r=4"], key=natural_key) == ["r=4", "r=10"]
+
+
+def test_every_verdict_has_a_style_in_the_legend_order() -> None:
+    assert set(VERDICT_STYLE) == set(Verdict)
+    assert [style.verdict for style in VERDICTS] == list(Verdict)
+    assert all(style.name == style.verdict.value and style.glyph and style.label for style in VERDICTS)
 
 
 def test_environments_go_from_the_oldest_torch_to_the_newest(loaded: Loaded, frame: pd.DataFrame) -> None:
@@ -92,7 +98,8 @@ def test_matrix_rows_group_by_family_case_then_strategy(data: Dict[str, Any]) ->
     assert stn[0][4] == "bilinear/zeros/ac=F/batch=2/size=64x64"
     contrib = next(r for r in rows if r[2] == "contrib")
     assert contrib[3] == "ort_contrib" and contrib[6] == "onnxruntime contrib op (runs only in onnxruntime)"
-    assert next(r for r in rows if r[2] == "custom_op")[6] == "custom domain"
+    assert next(r for r in rows if r[2] == "custom_op")[6] == portability_label("custom_domain")
+    assert data["portability"] == {p.value: portability_label(p.value) for p in Portability}
 
 
 def test_every_cell_is_placed_once_with_its_details(data: Dict[str, Any], loaded: Loaded) -> None:
@@ -105,14 +112,15 @@ def test_every_cell_is_placed_once_with_its_details(data: Dict[str, Any], loaded
 
 
 def test_details_carry_stages_parity_costs_and_the_fingerprint(data: Dict[str, Any], loaded: Loaded) -> None:
-    index = next(i for i, r in enumerate(loaded.records) if r["verdict"] == "mismatch" and r["strategy"] == "naive")
+    index = next(i for i, r in enumerate(loaded.records) if r.verdict == Verdict.MISMATCH and r.strategy == "naive")
     detail = data["details"][index]
     assert [s[0] for s in detail["st"]][:3] == ["build", "eager", "export"]
     failed = [s for s in detail["st"] if s[1] == "failed"]
     assert failed[0][0] == "parity" and "clamped corner" in data["strings"][failed[0][4]]
     assert detail["p"]["min_passing_atol"] == pytest.approx(1.3799 * 0.998, rel=1e-3)
-    assert data["fingerprints"][detail["f"]]["torch"] == loaded.records[index]["fingerprint"]["torch"]
-    passing = next(i for i, r in enumerate(loaded.records) if r["verdict"] == "pass" and r["device"] == "cuda")
+    assert data["fingerprints"][detail["f"]]["torch"] == loaded.records[index].fingerprint.torch
+    assert list(data["fingerprints"][detail["f"]])[-2:] == ["cuda", "driver"]  # shown even when null
+    passing = next(i for i, r in enumerate(loaded.records) if r.verdict == Verdict.PASS and r.device == "cuda")
     assert set(data["details"][passing]["l"]) == {"eager", "ort"}
     assert data["details"][passing]["m"]["eager"][1] == "cuda-max-memory-allocated"
 
@@ -201,8 +209,11 @@ def test_environment_table_has_one_row_per_fingerprint(page: Page) -> None:
 
 def test_page_summary(page: Page) -> None:
     assert page.cells == 576
-    assert page.superseded == 3
-    assert len(page.refusals) == 2
+    assert page.superseded == 5
+    assert len(page.refusals) == 1
+    assert page.skipped == 1
+    assert page.migrated == "581 of schema 1"
+    assert page.references == "native for grid_sample, resize, layernorm, gelu; eager for control_flow"
     assert page.upgrade_default == ("torch1.8", "torch2")
     assert {lg.name: lg.count for lg in page.legend}["harness_error"] == 1
     assert [f.dim for f in page.filters] == [
@@ -216,6 +227,16 @@ def test_page_summary(page: Page) -> None:
         "device",
         "verdict",
     ]
+
+
+def test_rows_put_the_family_reference_first_as_the_records_name_it(frame: pd.DataFrame) -> None:
+    family = frame[frame["case"] == "gelu"].copy()
+    twin = family.assign(strategy="a_rewrite", reference="zz_reference")
+    own = family.assign(strategy="zz_reference", reference="zz_reference")
+    both = pd.concat([twin, own], ignore_index=True)
+    labels = {(c, p): p for c, p in zip(both["case"], both["params"])}
+    order = [r[2] for r in matrix.row_order(both, labels)]
+    assert list(dict.fromkeys(order)) == ["zz_reference", "a_rewrite"]
 
 
 def test_dumps_lines_puts_each_cell_on_its_own_line() -> None:

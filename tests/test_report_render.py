@@ -95,8 +95,23 @@ def test_the_page_only_runs_its_own_script(html: str) -> None:
 
 
 def test_refusals_are_on_the_page_too(html: str) -> None:
-    assert "2 results files were left out" in html
-    assert "schema_version 99 is not readable by this harness (reads 1)" in html
+    assert "1 results file was left out" in html
+    assert "schema_version 99 is not readable by this harness (reads 1 and 2)" in html
+
+
+def test_a_torn_line_is_named_in_the_sources_with_its_fix(html: str) -> None:
+    sources = html[html.index('<section id="sources">') :]
+    torn = str(RECORDS / "truncated.jsonl")
+    assert f"<code>{torn}</code>: 2 records" in sources  # its intact records were read
+    assert f'<li class="warn">torn line <code>{torn}:2: skipped, not valid JSON' in sources
+    assert "sets the line aside and measures its cell again" in sources
+    assert '<a href="#sources" class="warn">1 torn line skipped</a>' in html
+
+
+def test_the_sources_say_how_many_records_were_migrated(html: str) -> None:
+    sources = html[html.index('<section id="sources">') :]
+    assert '231 records <span class="muted">(231 of schema 1, read through the migration to schema 2)' in sources
+    assert "read through its migration to schema 2: 581 of schema 1." in sources
 
 
 def test_merged_results_are_written_beside_the_page(site: Path) -> None:
@@ -106,18 +121,46 @@ def test_merged_results_are_written_beside_the_page(site: Path) -> None:
     assert {"env", "verdict", "param_mode", "latency_ort_median_s", "memory_eager_method", "fingerprint_torch"} <= set(
         rows[0]
     )
+    assert {"reference", "runtime", "precision", "lat_reference", "fingerprint_platform"} <= set(rows[0])
     records = json.loads((site / "results.json").read_text(encoding="utf-8"))
-    assert len(records) == 576 and records[0]["schema_version"] == 1
+    assert len(records) == 576 and records[0]["schema_version"] == 2  # as the records are now: record.to_json()
+    assert {r["reference"] for r in records if r["family"] == "control_flow"} == {"eager"}
+    assert records[0]["runtime"] == {"name": "onnxruntime", "version": records[0]["fingerprint"]["onnxruntime"]}
 
 
 def test_non_finite_numbers_do_not_break_the_page(tmp_path: Path) -> None:
-    record = json.loads((RECORDS / "torch2.jsonl").read_text(encoding="utf-8").splitlines()[0])
-    record["parity"] = dict(record["parity"] or {}, max_abs=math.nan, max_rel=math.inf)
+    lines = (RECORDS / "torch2.jsonl").read_text(encoding="utf-8").splitlines()
+    record = next(r for r in map(json.loads, lines) if r["parity"])
+    record["parity"] = dict(record["parity"], max_abs=math.nan, max_rel=math.inf)
     record["verdict"] = "mismatch"
     (tmp_path / "nan.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
     assert main(["--results", str(tmp_path / "nan.jsonl"), "--out", str(tmp_path / "out" / "index.html")]) == 0
     data = embedded_data((tmp_path / "out" / "index.html").read_text(encoding="utf-8"))
     assert data["details"][0]["p"]["max_abs"] is None or data["details"][0]["p"]["max_abs"] == "nan"
+
+
+def test_environment_limits_are_shown_once_per_environment_and_escaped(tmp_path: Path) -> None:
+    lines = (RECORDS / "torch1.8.jsonl").read_text(encoding="utf-8").splitlines()[:3]
+    limits = {
+        "exporter dynamo": "torch 1.8.1 has no dynamo exporter (it came with torch 2.x)",
+        "opsets above 13": "torch 1.8.1 exports opsets up to 13 <script>alert(3)</script>",
+    }
+    records = [dict(json.loads(line), schema_version=2, reference="native", env_limits=limits) for line in lines]
+    # The same environment on a second machine (another fingerprint, another row): its limits are not said twice.
+    gpu = dict(records[0], device="cuda", fingerprint=dict(records[0]["fingerprint"], gpu="NVIDIA H200"))
+    records.append(gpu)
+    for record in records:
+        for timing in (record.get("latency") or {}).values():
+            timing.setdefault("number", 1)  # as the worker writes it now
+    (tmp_path / "limits.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    assert main(["--results", str(tmp_path / "limits.jsonl"), "--out", str(tmp_path / "out" / "index.html")]) == 0
+    page = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
+    table = page[page.index('<section id="environments">') : page.index('<section id="sources">')]
+    assert table.count("<tr><th>torch1.8</th>") == 2 and table.count('<tr class="env-limits">') == 1
+    assert "<strong>exporter dynamo</strong>: torch 1.8.1 has no dynamo exporter (it came with torch 2.x)</li>" in table
+    assert "exports opsets up to 13 &lt;script&gt;alert(3)&lt;/script&gt;" in table
+    assert "<script>alert(3)" not in page
+    assert "<th>platform</th>" in table and "<td>Linux-6.1.0-28-amd64-x86_64-with-glibc2.36</td>" in table
 
 
 def test_rendering_never_imports_torch(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ from harness.record.terms import (
     parse_version,
     portability_label,
     portability_rank,
+    portability_short,
 )
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "parse_version",
     "portability_label",
     "portability_rank",
+    "portability_short",
     "read_results",
     "set_aside_torn_lines",
 ]

@@ -13,16 +13,28 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from harness.record.terms import SCHEMA_VERSION, Verdict, canonical_params, clean
 
-FINGERPRINT_KEYS = ("python", "torch", "onnx", "onnxruntime", "onnxscript", "mmcv", "platform", "cpu", "gpu")
+FINGERPRINT_KEYS = (
+    "python",
+    "torch",
+    "onnx",
+    "onnxruntime",
+    "onnxscript",
+    "mmcv",
+    "platform",
+    "cpu",
+    "gpu",
+    "cuda",
+    "driver",
+)
 
 
 class RecordError(ValueError):
-    """A JSON object that is not a cell record this harness can read; `whole_file` for another schema."""
+    """A JSON object that is not a cell record this harness can read: of another schema, foreign, or malformed."""
 
-    def __init__(self, reason: str, whole_file: bool = False) -> None:
+    def __init__(self, reason: str, kind: str = "foreign") -> None:
         super().__init__(reason)
         self.reason = reason
-        self.whole_file = whole_file
+        self.kind = kind  # schema, foreign, malformed
 
 
 @dataclass(frozen=True)
@@ -225,23 +237,23 @@ _VERDICTS = {v.value for v in Verdict}
 
 def _checked(data: Any) -> Dict[str, Any]:
     if not isinstance(data, dict):
-        raise RecordError(f"a JSON {type(data).__name__} instead of an object", whole_file=True)
+        raise RecordError(f"a JSON {type(data).__name__} instead of an object")
     version = data.get("schema_version")
     if version not in MIGRATIONS and version != SCHEMA_VERSION or isinstance(version, bool):
         raise RecordError(
             f"schema_version {json.dumps(version)} is not readable by this harness "
             f"(reads {', '.join(map(str, sorted(MIGRATIONS)))} and {SCHEMA_VERSION})",
-            whole_file=True,
+            kind="schema",
         )
     missing = [k for k, _ in REQUIRED if data.get(k) is None]
     if missing:
-        raise RecordError("missing required keys: " + ", ".join(missing), whole_file=True)
+        raise RecordError("missing required keys: " + ", ".join(missing))
     for key, kind in REQUIRED:
         value = data[key]
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise RecordError(f"key {key!r} should be {kind.__name__}, got {json.dumps(value)[:40]}", whole_file=True)
+            raise RecordError(f"key {key!r} should be {kind.__name__}, got {json.dumps(value)[:40]}", kind="malformed")
     if data["verdict"] not in _VERDICTS:
-        raise RecordError("unknown verdict " + json.dumps(data["verdict"])[:40], whole_file=True)
+        raise RecordError("unknown verdict " + json.dumps(data["verdict"])[:40], kind="malformed")
     return data
 
 
@@ -252,7 +264,7 @@ def _part(kind: Callable[..., Any], value: Any) -> Any:
     try:
         return kind(**{k: v for k, v in value.items() if k in names})
     except TypeError as exc:
-        raise RecordError(f"a malformed {kind.__name__}: {exc}", whole_file=True) from None
+        raise RecordError(f"a malformed {kind.__name__}: {exc}", kind="malformed") from None
 
 
 def _targets(kind: Callable[..., Any], value: Any) -> Dict[str, Any]:

@@ -7,12 +7,14 @@ refused whole: half-reading it would silently hide cells.
 
 from __future__ import annotations
 
+import collections
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from harness.record.cell import CellRecord, RecordError
+from harness.record.terms import SCHEMA_VERSION
 
 TORN_FIX = "the next `nox -s matrix` of that environment sets the line aside and measures its cell again"
 
@@ -47,6 +49,7 @@ class ResultsFile:
     records: List[CellRecord] = field(default_factory=list)
     skipped: List[SkippedLine] = field(default_factory=list)
     refusal: Optional[Refusal] = None
+    migrated: Dict[int, int] = field(default_factory=dict)  # older schema version -> records read through it
 
 
 def read_results(path: Path) -> ResultsFile:
@@ -61,6 +64,7 @@ def read_results(path: Path) -> ResultsFile:
         )
     records: List[CellRecord] = []
     skipped: List[SkippedLine] = []
+    migrated: Dict[int, int] = collections.Counter()
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -72,17 +76,19 @@ def read_results(path: Path) -> ResultsFile:
         try:
             records.append(CellRecord.from_json(data))
         except RecordError as exc:
-            return ResultsFile(name, refusal=Refusal(name, f"line {number}: {exc.reason}", _fix_for(exc)))
-    return ResultsFile(name, records, skipped)
+            return ResultsFile(name, refusal=Refusal(name, f"line {number}: {exc.reason}", _FIXES[exc.kind]))
+        if data["schema_version"] != SCHEMA_VERSION:
+            migrated[data["schema_version"]] += 1
+    return ResultsFile(name, records, skipped, migrated=dict(migrated))
 
 
 _RERENDER = "render it with the harness that wrote it, or move it out of the results folder"
-
-
-def _fix_for(exc: RecordError) -> str:
-    if "schema_version" in exc.reason:
-        return "render it with the harness version that wrote it, or move it out of the results folder"
-    return "it is not a results file of this harness: move it out of the results folder"
+_FIXES = {
+    "schema": "render it with the harness version that wrote it, or move it out of the results folder",
+    "foreign": "it is not a results file of this harness: move it out of the results folder",
+    "malformed": "a record was written or edited by something else than this harness: measure that environment "
+    "again into a fresh file (move this one away, then `nox -s matrix`)",
+}
 
 
 def set_aside_torn_lines(path: Path) -> Tuple[int, Optional[Path]]:

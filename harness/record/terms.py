@@ -61,6 +61,14 @@ def portability_label(portability: str) -> str:
         return f"unknown portability ({portability})"
 
 
+def portability_short(portability: str) -> str:
+    """The short word for a portability ("ORT contrib"); the raw value for one this harness does not know."""
+    try:
+        return PORTABILITY_SHORT[Portability(portability)]
+    except ValueError:
+        return portability
+
+
 def portability_rank(portability: str) -> int:
     order = list(Portability)
     try:

@@ -5,7 +5,8 @@ shape mode, dtype) seen in the group. Candidates rank, in order, by:
   1. pass rate over those combinations (a harness error counts neither way: it is our bug, not theirs);
   2. portability: standard ONNX, then an onnxruntime contrib op, then a custom domain;
   3. latency: geometric mean of the ratio to the reference (see costs.py) over the candidate's passing cells,
-     taking only the cells measured against the best reference the group has (native onnxruntime if any);
+     taking only the cells measured against the best reference the group has (the family's reference strategy
+     in onnxruntime if any);
   4. peak memory, the same way;
 then by name, so the order is stable.
 """
@@ -18,8 +19,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import pandas as pd
 
+from harness.record import Verdict, portability_rank, portability_short
 from harness.report.costs import best_reference_only, format_ratio, geomean, main_kind, with_ratios
-from harness.report.vocab import NOT_THE_STRATEGYS_FAULT, PORTABILITY_SHORT, portability_rank
+from harness.report.vocab import NOT_THE_STRATEGYS_FAULT
 
 GROUP = ["env", "opset", "device", "family"]
 COMBO = ["case", "params", "shape_mode", "dtype"]
@@ -119,16 +121,16 @@ def candidates(group: pd.DataFrame, lat: pd.DataFrame, mem: pd.DataFrame) -> Lis
         failures = []
         for combo in needed:
             verdict = verdicts.get(combo, "missing")
-            if verdict != "pass":
+            if verdict != Verdict.PASS.value:
                 failures.append(Failure(*combo, verdict=verdict))
         key = (strategy, exporter)
-        passing = cells[cells["verdict"] == "pass"]
+        passing = cells[cells["verdict"] == Verdict.PASS.value]
         found.append(
             Candidate(
                 strategy=strategy,
                 exporter=exporter,
                 portability=str(cells["portability"].iloc[0]),
-                passed=sum(1 for v in verdicts.values() if v == "pass"),
+                passed=sum(1 for v in verdicts.values() if v == Verdict.PASS.value),
                 needed=len(needed),
                 harness_errors=sum(1 for f in failures if f.verdict in NOT_THE_STRATEGYS_FAULT),
                 failures=tuple(failures),
@@ -144,11 +146,12 @@ def candidates(group: pd.DataFrame, lat: pd.DataFrame, mem: pd.DataFrame) -> Lis
 def never_applies(c: Candidate) -> bool:
     """Every cell not applicable (or absent): an exporter this torch lacks, say; nothing to rank."""
     verdicts = [f.verdict for f in c.failures]
-    return not c.passed and "not_applicable" in verdicts and set(verdicts) <= {"not_applicable", "missing"}
+    na = Verdict.NOT_APPLICABLE.value
+    return not c.passed and na in verdicts and set(verdicts) <= {na, "missing"}
 
 
 def _ops(c: Candidate) -> str:
-    return PORTABILITY_SHORT.get(c.portability, c.portability)
+    return portability_short(c.portability)
 
 
 def _passes(c: Candidate) -> str:
@@ -194,7 +197,7 @@ def advise(frame: pd.DataFrame) -> List[Advice]:
         found = candidates(group, group_lat, group_mem)
         ranked = rank([c for c in found if not never_applies(c)])
         inapplicable = tuple(rank([c for c in found if never_applies(c)]))
-        lat_ref, mem_ref = main_kind(group_lat.get("ref_kind", [])), main_kind(group_mem.get("ref_kind", []))
+        lat_ref, mem_ref = main_kind(group_lat["ref_label"]), main_kind(group_mem["ref_label"])
         env, opset, device, family = key
         advice.append(
             Advice(
@@ -212,7 +215,7 @@ def advise(frame: pd.DataFrame) -> List[Advice]:
     return advice
 
 
-_NO_RATIOS = pd.DataFrame(columns=CANDIDATE + ["ratio", "ref_kind"])
+_NO_RATIOS = pd.DataFrame(columns=CANDIDATE + ["ratio", "ref_kind", "ref_label"])
 
 
 def _by_group(table: pd.DataFrame) -> Dict[Tuple[object, ...], pd.DataFrame]:

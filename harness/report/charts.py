@@ -1,4 +1,5 @@
-"""Charts drawn with matplotlib (Agg, no pyplot) and inlined as SVG text: cost relative to native, and accuracy."""
+"""Charts drawn with matplotlib (Agg, no pyplot) and inlined as SVG text: cost relative to the family's reference
+(as its records name it), and accuracy."""
 
 from __future__ import annotations
 
@@ -15,10 +16,20 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
-from harness.report.costs import best_reference_only, format_ratio, geomean, main_kind, with_ratios
+from harness.record import Verdict
+from harness.report.costs import (
+    CHEAPEST,
+    REFERENCE_EAGER,
+    best_reference_only,
+    format_ratio,
+    geomean,
+    main_kind,
+    with_ratios,
+)
 
 CHART_FAMILY = "grid_sample"
 PALETTE = ("#4269d0", "#efb118", "#ff725c", "#6cc5b0", "#3ca951", "#ff8ab7", "#a463f2", "#97bbf5", "#9c6b4e", "#9498a0")
+ENV_MARKS = "osD^vP*X"
 ZERO_FLOOR = 1e-12  # where an exact match (max_abs 0) is drawn on the log axis
 RC = {
     "svg.fonttype": "none",  # text stays text: smaller, sharper, and searchable
@@ -73,7 +84,7 @@ def strategy_colours(strategies: Sequence[str]) -> Dict[str, str]:
 def cost_summary(frame: pd.DataFrame, metric: str, envs: Sequence[str]) -> pd.DataFrame:
     """Geometric mean ratio per (device, env, strategy), over the cells measured against the best reference."""
     ratios = best_reference_only(with_ratios(frame[frame["family"] == CHART_FAMILY], metric), ["device", "env"])
-    ratios = ratios[ratios["strategy"] != "native"] if not ratios.empty else ratios
+    ratios = ratios[ratios["strategy"] != ratios["reference"]] if not ratios.empty else ratios
     rows = []
     for (device, env, strategy), group in ratios.groupby(["device", "env", "strategy"]) if not ratios.empty else []:
         rows.append(
@@ -91,13 +102,21 @@ def cost_summary(frame: pd.DataFrame, metric: str, envs: Sequence[str]) -> pd.Da
     return table.sort_values(by=["device", "env"], key=lambda col: col.map(order) if col.name == "env" else col)
 
 
+def family_reference(frame: pd.DataFrame, family: str) -> str:
+    """The reference strategy the family's records name (the most common, should they disagree)."""
+    return main_kind(frame.loc[frame["family"] == family, "reference"])
+
+
 def cost_chart(frame: pd.DataFrame, metric: str, envs: Sequence[str], colours: Dict[str, str]) -> Chart:
     chart_id = "chart-" + metric
-    title = f"{metric.capitalize()} relative to native, {CHART_FAMILY} (geometric mean over passing cells)"
+    reference = family_reference(frame, CHART_FAMILY)
+    named = f" ({reference} for {CHART_FAMILY})" if reference else f" ({CHART_FAMILY})"
+    title = f"{metric.capitalize()} relative to the family's reference{named}, geometric mean over passing cells"
     caption = (
-        "Each bar: a strategy's onnxruntime {} divided by the native operator's in onnxruntime, over the cells both "
-        "pass. Where native never passes in an environment, the bars compare with native eager PyTorch or, failing "
-        "that, with the cheapest strategy, as marked under the environment's name. Below 1 is cheaper than native."
+        "Each bar: a strategy's onnxruntime {} divided by the reference strategy's in onnxruntime, over the cells "
+        "both pass. Where the reference never passes in an environment, the bars compare with the reference run "
+        "eagerly in PyTorch or, failing that, with the cheapest strategy, as marked under the environment's name. "
+        "Below 1 is cheaper than the reference."
     ).format("median latency" if metric == "latency" else "peak memory")
     table = cost_summary(frame, metric, envs)
     if table.empty:
@@ -111,14 +130,14 @@ def cost_chart(frame: pd.DataFrame, metric: str, envs: Sequence[str], colours: D
         axes = figure.add_subplot(grid[0, position])
         _bars(axes, table[table["device"] == device], envs, strategies, colours)
         axes.set_title(_text("on " + device))
-        axes.set_ylabel("× native" if position == 0 else "")
+        axes.set_ylabel(_text(f"× {reference or 'reference'}") if position == 0 else "")
     handles = [Patch(color=colours[s], label=_text(s)) for s in strategies]
     figure.legend(handles=handles, loc="center right", frameon=False, title="strategy")
     figure.subplots_adjust(right=1 - 1.3 / figure.get_figwidth())
     return Chart(chart_id, title, caption, svg_text(figure, chart_id, title))
 
 
-SHORT_KIND = {"native eager": "vs eager", "cheapest strategy": "vs cheapest"}
+SHORT_KIND = {REFERENCE_EAGER: "vs eager", CHEAPEST: "vs cheapest"}
 
 
 def _bars(
@@ -171,21 +190,11 @@ def _log_ratio_axis(axes: Axes, values: Sequence[float]) -> None:
     axes.yaxis.set_minor_formatter(NullFormatter())
 
 
-def accuracy_chart(frame: pd.DataFrame, envs: Sequence[str], colours: Dict[str, str]) -> Chart:
-    chart_id = "chart-accuracy"
-    title = f"Largest absolute difference from eager PyTorch, {CHART_FAMILY} (log scale)"
-    caption = (
-        "One mark per cell that ran in onnxruntime: filled when it passed, hollow when it mismatched. An exact match "
-        f"is drawn at {ZERO_FLOOR:g}. Dashed lines: the absolute tolerances (atol) the cells were judged against."
-    )
-    cells = frame[(frame["family"] == CHART_FAMILY) & frame["max_abs"].notna()]
-    if cells.empty:
-        return Chart(chart_id, title, caption, None, f"No {CHART_FAMILY} cell recorded a difference.")
-    strategies = [s for s in colours if s in set(cells["strategy"])]
-    present = [e for e in envs if e in set(cells["env"])]
-    marks = dict(zip(present, "osD^vP*X"))
-    figure = Figure(figsize=(7.5, 3.0))
-    axes = figure.add_subplot(1, 1, 1)
+def _accuracy_marks(
+    axes: Axes, cells: pd.DataFrame, strategies: Sequence[str], present: Sequence[str], colours: Dict[str, str]
+) -> None:
+    """One mark per cell: filled when it passed, hollow when it mismatched; one column per strategy."""
+    marks = dict(zip(present, ENV_MARKS))
     for s_index, strategy in enumerate(strategies):
         own = cells[cells["strategy"] == strategy]
         for e_index, env in enumerate(present):
@@ -193,7 +202,7 @@ def accuracy_chart(frame: pd.DataFrame, envs: Sequence[str], colours: Dict[str, 
             # A fixed spread instead of random jitter keeps the picture identical from run to run.
             xs = [s_index + (e_index - (len(present) - 1) / 2) * 0.22 + ((i % 7) - 3) * 0.012 for i in range(len(mine))]
             ys = mine["max_abs"].clip(lower=ZERO_FLOOR).tolist()
-            passed = (mine["verdict"] == "pass").tolist()
+            passed = (mine["verdict"] == Verdict.PASS.value).tolist()
             colour = colours[strategy]
             axes.scatter(
                 [x for x, p in zip(xs, passed) if p],
@@ -213,6 +222,24 @@ def accuracy_chart(frame: pd.DataFrame, envs: Sequence[str], colours: Dict[str, 
                 edgecolors=colour,
                 linewidths=1.0,
             )
+
+
+def accuracy_chart(frame: pd.DataFrame, envs: Sequence[str], colours: Dict[str, str]) -> Chart:
+    chart_id = "chart-accuracy"
+    title = f"Largest absolute difference from eager PyTorch, {CHART_FAMILY} (log scale)"
+    caption = (
+        "One mark per cell that ran in onnxruntime: filled when it passed, hollow when it mismatched. An exact match "
+        f"is drawn at {ZERO_FLOOR:g}. Dashed lines: the absolute tolerances (atol) the cells were judged against."
+    )
+    cells = frame[(frame["family"] == CHART_FAMILY) & frame["max_abs"].notna()]
+    if cells.empty:
+        return Chart(chart_id, title, caption, None, f"No {CHART_FAMILY} cell recorded a difference.")
+    strategies = [s for s in colours if s in set(cells["strategy"])]
+    present = [e for e in envs if e in set(cells["env"])]
+    marks = dict(zip(present, ENV_MARKS))
+    figure = Figure(figsize=(7.5, 3.0))
+    axes = figure.add_subplot(1, 1, 1)
+    _accuracy_marks(axes, cells, strategies, present, colours)
     for atol in sorted(set(cells["atol"].dropna().tolist())):
         axes.axhline(atol, color="#b00", linewidth=0.7, linestyle="--")
         axes.annotate(

@@ -39,15 +39,18 @@ def build_parser() -> argparse.ArgumentParser:
     return add_arguments(parser)
 
 
-def report_refusals(loaded: Loaded, stream: TextIO) -> None:
+def report_unread(loaded: Loaded, stream: TextIO) -> None:
+    """What was left out, one line each with its fix: refused files, and torn lines skipped inside read ones."""
     for refusal in loaded.refusals:
         print(f"refused {refusal.line()}", file=stream)
+    for skipped in loaded.skipped:
+        print(skipped.describe(), file=stream)
 
 
 def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None) -> int:
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     loaded = load(args.results)
-    report_refusals(loaded, stderr)
+    report_unread(loaded, stderr)
     if not loaded.records:
         print("nothing to render: no readable records in {}".format(" ".join(args.results)), file=stderr)
         return EXIT_NOTHING_READABLE
@@ -61,11 +64,12 @@ def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optio
     write_page(page, out)
     exports = write_exports(loaded.records, out.parent)
     print(
-        "wrote {} ({} cells from {} files, {} refused{}) and {}".format(
+        "wrote {} ({} cells from {} files, {} refused{}{}) and {}".format(
             out,
             page.cells,
             len(loaded.sources),
             len(loaded.refusals),
+            f", {len(loaded.skipped)} torn lines skipped" if loaded.skipped else "",
             f", {loaded.superseded} older duplicates dropped" if loaded.superseded else "",
             ", ".join(str(p) for p in exports),
         ),

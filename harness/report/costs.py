@@ -1,9 +1,12 @@
 """Latency and memory relative to a reference: the numbers behind the charts, the advisor and the upgrade view.
 
-A cell's cost is its onnxruntime measurement. Its reference, for the same case, parameters, opset, shape mode,
-device and dtype, is the first that exists of: the family's native operator in onnxruntime (a passing cell),
-native eager PyTorch, and the cheapest passing strategy there. Ratios are averaged geometrically, so that a
-2x and a 0.5x cancel out.
+A cell's cost is its onnxruntime measurement. Its reference, for the same environment, case, parameters, opset,
+shape mode, device and dtype, is the first that exists of:
+  1. the family's reference strategy (each record names it) passing in onnxruntime;
+  2. the reference run eagerly in PyTorch: its own cells' eager timing, else the "reference" target the other
+     strategies' cells measured beside their own (the median of them);
+  3. the cheapest passing strategy there.
+Ratios are averaged geometrically, so that a 2x and a 0.5x cancel out.
 """
 
 from __future__ import annotations
@@ -13,9 +16,23 @@ from typing import Iterable, Optional, Sequence
 
 import pandas as pd
 
+from harness.record import Verdict
+
 REFERENCE_KEY = ["env", "case", "params", "opset", "shape_mode", "device", "dtype"]
-REFERENCE_KINDS = ("native ORT", "native eager", "cheapest strategy")
+# The kinds of reference, best first.
+REFERENCE_ORT, REFERENCE_EAGER, CHEAPEST = "reference ORT", "reference eager", "cheapest strategy"
+REFERENCE_KINDS = (REFERENCE_ORT, REFERENCE_EAGER, CHEAPEST)
 METRICS = {"latency": "lat", "memory": "mem"}
+PASS = Verdict.PASS.value
+
+
+def reference_label(kind: str, reference: str) -> str:
+    """A kind of reference named after the family's reference: "native ORT", "native eager", "eager PyTorch"."""
+    if kind == REFERENCE_ORT:
+        return f"{reference} ORT"
+    if kind == REFERENCE_EAGER:
+        return "eager PyTorch" if reference == "eager" else f"{reference} eager"
+    return kind
 
 
 def geomean(values: Iterable[float]) -> Optional[float]:
@@ -26,43 +43,47 @@ def geomean(values: Iterable[float]) -> Optional[float]:
 def references(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
     """One row per reference key with `ref` (seconds or bytes) and `ref_kind`."""
     prefix = METRICS[metric]
-    ort, eager = prefix + "_ort", prefix + "_eager"
-    native = frame[frame["strategy"] == "native"]
-    passing = frame[frame["verdict"] == "pass"]
+    own = frame[frame["strategy"] == frame["reference"]]
     choices = [
-        native[native["verdict"] == "pass"].groupby(REFERENCE_KEY)[ort].min(),
-        native.groupby(REFERENCE_KEY)[eager].min(),
-        passing.groupby(REFERENCE_KEY)[ort].min(),
+        (REFERENCE_ORT, own[own["verdict"] == PASS].groupby(REFERENCE_KEY)[prefix + "_ort"].min()),
+        (REFERENCE_EAGER, own.groupby(REFERENCE_KEY)[prefix + "_eager"].min()),
+        (REFERENCE_EAGER, frame.groupby(REFERENCE_KEY)[prefix + "_reference"].median()),
+        (CHEAPEST, frame[frame["verdict"] == PASS].groupby(REFERENCE_KEY)[prefix + "_ort"].min()),
     ]
     parts = []
-    for kind, series in zip(REFERENCE_KINDS, choices):
+    for kind, series in choices:
         series = series.dropna()
         series = series[series > 0]
         parts.append(pd.DataFrame({"ref": series, "ref_kind": kind}))
-    table = pd.concat(parts) if parts else pd.DataFrame(columns=["ref", "ref_kind"])
-    # The first kind listed wins for each key.
+    table = pd.concat(parts)
+    # The first choice listed wins for each key.
     table = table[~table.index.duplicated(keep="first")]
     return table.reset_index() if len(table) else pd.DataFrame(columns=REFERENCE_KEY + ["ref", "ref_kind"])
 
 
 def with_ratios(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """The passing cells that were measured, each with `ratio` to its reference and the reference's kind."""
+    """The passing cells that were measured, each with `ratio` to its reference, its kind and its label."""
     column = METRICS[metric] + "_ort"
-    measured = frame[(frame["verdict"] == "pass") & frame[column].notna() & (frame[column] > 0)]
+    measured = frame[(frame["verdict"] == PASS) & frame[column].notna() & (frame[column] > 0)]
     if measured.empty:
         return measured.assign(
-            ref=pd.Series(dtype=float), ref_kind=pd.Series(dtype=object), ratio=pd.Series(dtype=float)
+            ref=pd.Series(dtype=float),
+            ref_kind=pd.Series(dtype=object),
+            ref_label=pd.Series(dtype=object),
+            ratio=pd.Series(dtype=float),
         )
     refs = references(frame, metric)
     joined = measured.merge(refs, on=REFERENCE_KEY, how="inner")
-    return joined.assign(ratio=joined[column] / joined["ref"])
+    labels = [reference_label(k, r) for k, r in zip(joined["ref_kind"], joined["reference"])]
+    labels = pd.Series(labels, index=joined.index, dtype=object)
+    return joined.assign(ratio=joined[column] / joined["ref"], ref_label=labels)
 
 
 def best_reference_only(ratios: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     """Within each group, only the cells measured against the best reference the group has.
 
-    Mixing references in one mean would compare apples with pears: where native passes for some parameters
-    only, the group's numbers are "relative to native over the cells both have", not a blend.
+    Mixing references in one mean would compare apples with pears: where the reference passes for some
+    parameters only, the group's numbers are "relative to the reference over the cells both have", not a blend.
     """
     if ratios.empty:
         return ratios

@@ -11,18 +11,17 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import pandas as pd
 
+from harness.record import PORTABILITY_LABELS, PORTABILITY_SHORT, CellRecord, Fingerprint, portability_label
 from harness.report.upgrade import Side, UpgradeDiff
 from harness.report.vocab import (
     CELL_DIMS,
     DIM_LABEL,
+    FINGERPRINT_COLUMNS,
     PIVOTS,
-    PORTABILITY_LABEL,
     VERDICTS,
     family_sort_key,
     natural_key,
-    params_key,
     params_label,
-    portability_label,
     strategy_sort_key,
     varying_keys,
 )
@@ -53,13 +52,14 @@ def row_order(frame: pd.DataFrame, labels: Mapping[Tuple[str, str], str]) -> Lis
     """
     portability = _portability(frame)
     family = dict(zip(frame["case"], frame["family"]))
+    references = set(zip(frame["case"], frame["reference"]))
     rows = set(zip(frame["case"], frame["params"], frame["strategy"]))
     return sorted(
         rows,
         key=lambda r: (
             family_sort_key(family[r[0]]),
             r[0],
-            strategy_sort_key(r[2], portability[(r[0], r[2])]),
+            strategy_sort_key(r[2], portability[(r[0], r[2])], (r[0], r[2]) in references),
             natural_key(labels[(r[0], r[1])]),
             r[1],
         ),
@@ -70,11 +70,11 @@ def _portability(frame: pd.DataFrame) -> Dict[Tuple[str, str], str]:
     return dict(zip(zip(frame["case"], frame["strategy"]), frame["portability"]))
 
 
-def row_labels(records: Sequence[Mapping[str, Any]]) -> Dict[Tuple[str, str], str]:
+def row_labels(records: Sequence[CellRecord]) -> Dict[Tuple[str, str], str]:
     """The compact label of each (case, params): only the parameters that vary within the case."""
     by_case: Dict[str, Dict[str, Mapping[str, Any]]] = {}
     for record in records:
-        by_case.setdefault(record["case"], {})[params_key(record["params"])] = record["params"]
+        by_case.setdefault(record.case, {})[record.params_key] = record.params
     labels = {}
     for case, params in by_case.items():
         shown = varying_keys(list(params.values()))
@@ -94,66 +94,59 @@ def _message(text: Any) -> Optional[str]:
     )
 
 
-def _dict(value: Any) -> Dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> List[Any]:
-    return value if isinstance(value, list) else []
-
-
 def _number(value: Any) -> Any:
+    # The page's script does arithmetic on these: anything else a file holds there is shown as unknown.
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def detail(record: Mapping[str, Any], strings: _Interned, fingerprints: _Interned) -> Dict[str, Any]:
+def fingerprint_shown(fingerprint: Fingerprint) -> Dict[str, Any]:
+    """The fingerprint as the details panel lists it: the contract's keys, then whatever else was recorded."""
+    data = fingerprint.to_json()
+    data["ort_providers"] = ", ".join(data["ort_providers"]) or None
+    shown = {k: data[k] for k in FINGERPRINT_COLUMNS}
+    shown.update((k, v) for k, v in data.items() if k not in shown and v is not None)
+    return shown
+
+
+def detail(record: CellRecord, strings: _Interned, fingerprints: _Interned) -> Dict[str, Any]:
     """Everything the details panel shows for one cell."""
-    stages = []
-    for stage in _list(record.get("stages")):
-        if not isinstance(stage, dict):
-            continue
-        message = _message(stage.get("message"))
-        stages.append(
-            [
-                str(stage.get("name", "?")),
-                str(stage.get("outcome", "?")),
-                _number(stage.get("seconds")),
-                stage.get("error_type"),
-                None if message is None else strings.add(message),
-            ]
-        )
+    stages = [
+        [
+            s.name,
+            s.outcome,
+            _number(s.seconds),
+            s.error_type,
+            None if s.message is None else strings.add(_message(s.message)),
+        ]
+        for s in record.stages
+    ]
     latency = {
-        str(t): [_number(m.get(k)) for k in ("median_s", "iqr_s", "samples", "threads")] + [bool(m.get("noisy"))]
-        for t, m in _dict(record.get("latency")).items()
-        if isinstance(m, dict)
+        t: [_number(m.median_s), _number(m.iqr_s), _number(m.samples), _number(m.threads), bool(m.noisy)]
+        for t, m in record.latency.items()
     }
-    memory = {
-        str(t): [_number(m.get("peak_bytes")), m.get("method")]
-        for t, m in _dict(record.get("memory")).items()
-        if isinstance(m, dict)
-    }
-    export: Optional[Dict[str, Any]] = _dict(record.get("export")) or None
-    if export is not None:
-        ops = _dict(export.get("op_types"))
+    memory = {t: [_number(m.peak_bytes), m.method] for t, m in record.memory.items()}
+    export: Optional[Dict[str, Any]] = None
+    if record.export is not None:
+        ops = sorted(([str(k), _number(v)] for k, v in record.export.op_types.items()), key=lambda kv: -(kv[1] or 0))
         export = {
-            "nodes": _number(export.get("nodes")),
-            "bytes": _number(export.get("bytes")),
-            "domains": [str(d) for d in _list(export.get("domains"))],
-            "ops": sorted(([str(k), _number(v)] for k, v in ops.items()), key=lambda kv: -(kv[1] or 0))[:12],
+            "nodes": _number(record.export.nodes),
+            "bytes": _number(record.export.bytes),
+            "domains": [str(d) for d in record.export.domains],
+            "ops": ops[:12],
         }
-    parity = _dict(record.get("parity"))
+    parity = record.parity
     return {
         "st": stages,
-        "ao": _number(record.get("actual_opset")),
-        "r": None if record.get("reason") is None else strings.add(_message(record.get("reason"))),
-        "p": {k: _number(parity.get(k)) for k in PARITY_KEYS} if parity else None,
+        "ao": _number(record.actual_opset),
+        "r": None if record.reason is None else strings.add(_message(record.reason)),
+        "p": {k: _number(getattr(parity, k)) for k in PARITY_KEYS} if parity else None,
         "l": latency,
         "m": memory,
         "x": export,
-        "f": fingerprints.add(_dict(record.get("fingerprint"))),
-        "t": [record.get("started_at"), record.get("finished_at"), _number(record.get("wall_s"))],
-        "id": [record.get("run_id"), record.get("cell_id"), record.get("harness_version")],
-        "tags": [str(t) for t in _list(record.get("tags"))],
+        "f": fingerprints.add(fingerprint_shown(record.fingerprint)),
+        "t": [record.started_at, record.finished_at, _number(record.wall_s)],
+        "id": [record.run_id, record.cell_id, record.harness_version],
+        "tags": list(record.tags),
     }
 
 
@@ -188,7 +181,7 @@ def _upgrade(pairs: Mapping[Tuple[str, str], UpgradeDiff]) -> Dict[str, Dict[str
 
 def payload(
     frame: pd.DataFrame,
-    records: Sequence[Mapping[str, Any]],
+    records: Sequence[CellRecord],
     envs: Sequence[str],
     pairs: Mapping[Tuple[str, str], UpgradeDiff],
 ) -> Dict[str, Any]:
@@ -216,7 +209,8 @@ def payload(
         "cellDims": list(CELL_DIMS),
         "pivots": [[label, list(axes)] for label, axes in PIVOTS],
         "verdicts": [[v.name, v.glyph, v.label, v.meaning] for v in VERDICTS],
-        "portability": PORTABILITY_LABEL,
+        "portability": {p.value: label for p, label in PORTABILITY_LABELS.items()},
+        "portabilityShort": {p.value: short for p, short in PORTABILITY_SHORT.items()},
         "rows": [
             [
                 family_of[case],

@@ -10,21 +10,21 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import pandas as pd
 
+from harness.record import SCHEMA_VERSION, CellRecord, Verdict, parse_version, portability_label
 from harness.report import matrix
 from harness.report.advisor import Advice, Candidate, Failure, advise
 from harness.report.charts import Chart, build_charts
 from harness.report.costs import format_bytes, format_ratio, format_seconds
-from harness.report.load import Loaded
-from harness.report.table import FINGERPRINT_KEYS, build_frame, safe_json
+from harness.report.load import Loaded, SourceFile
+from harness.report.table import build_frame, safe_json
 from harness.report.upgrade import all_pairs, side
 from harness.report.vocab import (
     DIM_LABEL,
-    VERDICT_BY_NAME,
+    FINGERPRINT_COLUMNS,
+    VERDICT_STYLE,
     VERDICTS,
     family_sort_key,
-    portability_label,
     strategy_sort_key,
-    version_tuple,
 )
 
 FILTER_DIMS = ("family", "case", "strategy", "env", "opset", "exporter", "shape_mode", "device", "verdict")
@@ -109,6 +109,15 @@ class EnvRow:
     runs: str
     harness_versions: str
     finished: str
+    limits: Tuple[Tuple[str, str], ...] = ()  # (axis value, reason): what this environment cannot do at all
+
+
+@dataclass(frozen=True)
+class SourceRow:
+    path: str
+    records: int
+    migrated: str  # how many of its records were read through a migration, "" when none
+    skipped: Tuple[str, ...]  # each torn line skipped, with its fix
 
 
 @dataclass(frozen=True)
@@ -124,8 +133,10 @@ class Page:
     generated_at: str
     cells: int
     legend: Tuple[LegendEntry, ...]
-    sources: Tuple[Tuple[str, int], ...]
+    sources: Tuple[SourceRow, ...]
     refusals: Tuple[str, ...]
+    skipped: int
+    migrated: str
     superseded: int
     advisor: AdvisorView
     envs: Tuple[str, ...]
@@ -134,16 +145,16 @@ class Page:
     pivots: Tuple[str, ...]
     charts: Tuple[Chart, ...]
     environments: Tuple[EnvRow, ...]
+    references: str  # each family's reference strategy, as its records name it
     data_json: str
 
 
-def env_order(frame: pd.DataFrame, records: Sequence[Mapping[str, Any]]) -> List[str]:
+def env_order(frame: pd.DataFrame, records: Sequence[CellRecord]) -> List[str]:
     """Environments from the oldest torch to the newest (then by name): the upgrade view's direction."""
     torch: Dict[str, Counter] = {}
     for record in records:
-        fingerprint = record.get("fingerprint") if isinstance(record.get("fingerprint"), dict) else {}
-        torch.setdefault(record["env"], Counter())[str(fingerprint.get("torch"))] += 1
-    return sorted(torch, key=lambda e: (version_tuple(torch[e].most_common(1)[0][0]) or (999,), e))
+        torch.setdefault(record.env, Counter())[str(record.fingerprint.torch)] += 1
+    return sorted(torch, key=lambda e: (parse_version(torch[e].most_common(1)[0][0]) or (999,), e))
 
 
 def _combo_text(failure: Failure, labels: Mapping[Tuple[str, str], str], several: Mapping[str, bool]) -> str:
@@ -154,16 +165,20 @@ def _combo_text(failure: Failure, labels: Mapping[Tuple[str, str], str], several
     return "{} ({})".format(text, ", ".join(extra)) if extra else text
 
 
+def _verdict_label(verdict: str) -> str:
+    try:
+        return VERDICT_STYLE[Verdict(verdict)].label
+    except (ValueError, KeyError):
+        return "not run"  # "missing": the candidate has no cell for a combination
+
+
 def candidate_row(
     rank: int, c: Candidate, labels: Mapping[Tuple[str, str], str], several: Mapping[str, bool]
 ) -> CandidateRow:
     groups: Dict[str, List[str]] = {}
     for failure in c.failures:
         groups.setdefault(failure.verdict, []).append(_combo_text(failure, labels, several))
-    failures = tuple(
-        FailureGroup(v, VERDICT_BY_NAME[v].label if v in VERDICT_BY_NAME else "not run", tuple(combos))
-        for v, combos in groups.items()
-    )
+    failures = tuple(FailureGroup(v, _verdict_label(v), tuple(combos)) for v, combos in groups.items())
     return CandidateRow(
         rank=rank,
         strategy=c.strategy,
@@ -194,7 +209,8 @@ def advice_card(advice: Advice, frame: pd.DataFrame, labels: Mapping[Tuple[str, 
     pick = advice.pick
     state = side(advice).state
     status = state if pick is None else "all" if pick.pass_rate == 1.0 else "partial"
-    reasons = tuple(dict.fromkeys(group.loc[group["verdict"] == "not_applicable", "reason"].dropna().astype(str)))
+    not_applicable = group["verdict"] == Verdict.NOT_APPLICABLE.value
+    reasons = tuple(dict.fromkeys(group.loc[not_applicable, "reason"].dropna().astype(str)))
     card_id = f"advice-{advice.env}-{advice.opset}-{advice.device}-{advice.family}"
     return AdviceCard(
         card_id,
@@ -241,28 +257,59 @@ def advisor_view(
     )
 
 
-def environments(frame: pd.DataFrame, records: Sequence[Mapping[str, Any]], envs: Sequence[str]) -> List[EnvRow]:
+def environments(records: Sequence[CellRecord], envs: Sequence[str]) -> List[EnvRow]:
     """One row per distinct fingerprint of each environment (a GPU runner differs from a CPU one)."""
     seen: Dict[Tuple[str, str], Dict[str, Any]] = {}
-    for record in records:
-        fingerprint = record.get("fingerprint") if isinstance(record.get("fingerprint"), dict) else {}
-        key = (record["env"], safe_json(fingerprint))
+    for record in sorted(records, key=lambda r: r.finished_at):
+        fingerprint = record.fingerprint.to_json()
+        key = (record.env, safe_json(fingerprint))
         entry = seen.setdefault(
-            key, {"fp": fingerprint, "cells": 0, "devices": set(), "runs": set(), "versions": set(), "finished": []}
+            key,
+            {"fp": fingerprint, "cells": 0, "devices": set(), "runs": set(), "versions": set(), "limits": {}},
         )
         entry["cells"] += 1
-        entry["devices"].add(str(record["device"]))
-        entry["runs"].add(str(record.get("run_id")))
-        entry["versions"].add(str(record.get("harness_version")))
-        entry["finished"].append(str(record.get("finished_at")))
+        entry["devices"].add(record.device)
+        entry["runs"].add(record.run_id)
+        entry["versions"].add(record.harness_version)
+        entry["limits"].update(record.env_limits)  # the newest record's reason for an axis wins
+        entry.setdefault("first", record.finished_at)
+        entry["last"] = record.finished_at
     order = {e: i for i, e in enumerate(envs)}
-    rows = []
+    rows: List[EnvRow] = []
+    said: Dict[str, set] = {}  # the limits already shown for an environment: said once, not per machine
     for (env, _), entry in sorted(seen.items(), key=lambda kv: (order[kv[0][0]], kv[0][1])):
-        fields = tuple((k, "—" if entry["fp"].get(k) is None else str(entry["fp"].get(k))) for k in FINGERPRINT_KEYS)
-        finished = sorted(entry["finished"])
+        fields = tuple((k, "—" if entry["fp"].get(k) is None else str(entry["fp"][k])) for k in FINGERPRINT_COLUMNS)
         joined = [", ".join(sorted(entry[k])) for k in ("devices", "runs", "versions")]
-        rows.append(EnvRow(env, fields, entry["cells"], *joined, f"{finished[0]} – {finished[-1]}"))
+        limits = sorted((str(k), str(v)) for k, v in entry["limits"].items())
+        known = said.setdefault(env, set())
+        new = tuple(limit for limit in limits if limit not in known)
+        known.update(new)
+        rows.append(EnvRow(env, fields, entry["cells"], *joined, f"{entry['first']} – {entry['last']}", new))
     return rows
+
+
+def _migrated_text(counts: Mapping[int, int]) -> str:
+    """ "180 of schema 1": the records written with an older schema, read through its migration."""
+    return ", ".join(f"{n} of schema {v}" for v, n in counts.items())
+
+
+def source_row(source: SourceFile) -> SourceRow:
+    migrated = _migrated_text(dict(source.migrated))
+    return SourceRow(
+        source.path,
+        source.records,
+        f"{migrated}, read through the migration to schema {SCHEMA_VERSION}" if migrated else "",
+        tuple(s.describe() for s in source.skipped),
+    )
+
+
+def references_text(frame: pd.DataFrame) -> str:
+    """ "native for grid_sample, resize; eager for control_flow": what costs are relative to, per family."""
+    by_reference: Dict[str, List[str]] = {}
+    pairs = set(zip(frame["family"], frame["reference"]))
+    for family, reference in sorted(pairs, key=lambda p: (family_sort_key(p[0]), p[1])):
+        by_reference.setdefault(str(reference), []).append(str(family))
+    return "; ".join(f"{ref} for {', '.join(families)}" for ref, families in by_reference.items())
 
 
 def filters(frame: pd.DataFrame, envs: Sequence[str]) -> List[Filter]:
@@ -300,14 +347,17 @@ def build_page(loaded: Loaded, title: str = "onnx-compat-matrix") -> Page:
     data = matrix.payload(frame, records, envs, pairs)
     counts = Counter(frame["verdict"])
     portability = dict(zip(frame["strategy"], frame["portability"]))
-    strategies = sorted(portability, key=lambda s: strategy_sort_key(s, portability[s]))
+    references = set(frame["reference"])
+    strategies = sorted(portability, key=lambda s: strategy_sort_key(s, portability[s], s in references))
     return Page(
         title=title,
         generated_at=generated_at(),
         cells=len(frame),
         legend=tuple(LegendEntry(v.name, v.glyph, v.label, v.meaning, counts.get(v.name, 0)) for v in VERDICTS),
-        sources=tuple((s.path, s.records) for s in loaded.sources),
+        sources=tuple(source_row(s) for s in loaded.sources),
         refusals=tuple(r.line() for r in loaded.refusals),
+        skipped=len(loaded.skipped),
+        migrated=_migrated_text(loaded.migrated),
         superseded=loaded.superseded,
         advisor=advisor_view(advice, frame, envs, labels),
         envs=tuple(envs),
@@ -315,6 +365,7 @@ def build_page(loaded: Loaded, title: str = "onnx-compat-matrix") -> Page:
         filters=tuple(filters(frame, envs)),
         pivots=tuple(label for label, _ in data["pivots"]),
         charts=tuple(build_charts(frame, envs, strategies)),
-        environments=tuple(environments(frame, records, envs)),
+        environments=tuple(environments(records, envs)),
+        references=references_text(frame),
         data_json=matrix.dumps_lines(data, safe_json),
     )

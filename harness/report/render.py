@@ -9,8 +9,8 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
+from harness.record import SCHEMA_VERSION, Portability, portability_label
 from harness.report.model import Page
-from harness.report.vocab import PORTABILITY_LABEL, PORTABILITY_SHORT
 
 HERE = Path(__file__).parent
 TEMPLATES = HERE / "templates"
@@ -27,7 +27,11 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.globals.update(portability_short=PORTABILITY_SHORT, portability_labels=PORTABILITY_LABEL)
+    env.globals.update(
+        portability_label=portability_label,
+        portabilities=[p.value for p in Portability],
+        schema_version=SCHEMA_VERSION,
+    )
     return env
 
 

@@ -9,24 +9,12 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import pandas as pd
 
-from harness.report.vocab import params_key
+from harness.record import FINGERPRINT_KEYS, CellRecord
 
-FINGERPRINT_KEYS = (
-    "python",
-    "torch",
-    "onnx",
-    "onnxruntime",
-    "mmcv",
-    "onnxscript",
-    "platform",
-    "cpu",
-    "gpu",
-    "cuda",
-    "driver",
+TARGETS = ("eager", "ort", "reference")  # what a cell measures: eager PyTorch, its graph in ORT, the reference eager
+NUMERIC = ("max_abs", "max_rel", "atol", "rtol", "min_passing_atol") + tuple(
+    prefix + "_" + target for target in TARGETS for prefix in ("lat", "mem")
 )
-
-
-NUMERIC = ("max_abs", "max_rel", "atol", "rtol", "min_passing_atol", "lat_eager", "lat_ort", "mem_eager", "mem_ort")
 COLUMNS = (
     "idx",
     "env",
@@ -34,6 +22,7 @@ COLUMNS = (
     "case",
     "params",
     "strategy",
+    "reference",
     "portability",
     "opset",
     "actual_opset",
@@ -55,86 +44,77 @@ COLUMNS = (
     "mem_eager",
     "lat_ort",
     "mem_ort",
+    "lat_reference",
+    "mem_reference",
     "finished_at",
     "run_id",
 )
 
 
-def first_failure(record: Dict[str, Any]) -> Dict[str, Any]:
-    """The first failed stage: the one that names the verdict."""
-    for stage in record.get("stages") or []:
-        if isinstance(stage, dict) and stage.get("outcome") == "failed":
-            return stage
-    return {}
-
-
-def _target(block: Any, target: str, key: str) -> Optional[float]:
-    if not isinstance(block, dict) or not isinstance(block.get(target), dict):
-        return None
-    value = block[target].get(key)
+def number(value: Any) -> Optional[float]:
+    """A float for the table, None for what is not a number (a file may hold anything where a number belongs)."""
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def flat_row(index: int, record: Dict[str, Any]) -> Dict[str, Any]:
-    parity = record.get("parity") if isinstance(record.get("parity"), dict) else {}
-    failed = first_failure(record)
+def flat_row(index: int, record: CellRecord) -> Dict[str, Any]:
+    failed = record.failed_stage()
     row: Dict[str, Any] = {
         "idx": index,
-        "env": record["env"],
-        "family": record["family"],
-        "case": record["case"],
-        "params": params_key(record["params"]),
-        "strategy": record["strategy"],
-        "portability": record.get("portability") or "unknown",
-        "opset": record["opset"],
-        "actual_opset": record.get("actual_opset"),
-        "exporter": record["exporter"],
-        "shape_mode": record["shape_mode"],
-        "device": record["device"],
-        "dtype": record["dtype"],
-        "verdict": record["verdict"],
-        "reason": record.get("reason"),
-        "failed_stage": failed.get("name"),
-        "error_type": failed.get("error_type"),
-        "message": failed.get("message"),
+        "env": record.env,
+        "family": record.family,
+        "case": record.case,
+        "params": record.params_key,
+        "strategy": record.strategy,
+        "reference": record.reference,
+        "portability": record.portability or "unknown",
+        "opset": record.opset,
+        "actual_opset": record.actual_opset,
+        "exporter": record.exporter,
+        "shape_mode": record.shape_mode,
+        "device": record.device,
+        "dtype": record.dtype,
+        "verdict": record.verdict.value,
+        "reason": record.reason,
+        "failed_stage": failed.name if failed else None,
+        "error_type": failed.error_type if failed else None,
+        "message": failed.message if failed else None,
     }
     for key in ("max_abs", "max_rel", "atol", "rtol", "min_passing_atol"):
-        value = parity.get(key)
-        row[key] = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-    for target in ("eager", "ort"):
-        row["lat_" + target] = _target(record.get("latency"), target, "median_s")
-        row["mem_" + target] = _target(record.get("memory"), target, "peak_bytes")
-    row.update({"finished_at": record.get("finished_at"), "run_id": record.get("run_id")})
+        row[key] = number(getattr(record.parity, key)) if record.parity else None
+    for target in TARGETS:
+        timing, peak = record.latency.get(target), record.memory.get(target)
+        row["lat_" + target] = number(timing.median_s) if timing else None
+        row["mem_" + target] = number(peak.peak_bytes) if peak else None
+    row.update({"finished_at": record.finished_at, "run_id": record.run_id})
     return row
 
 
-def build_frame(records: Sequence[Dict[str, Any]]) -> pd.DataFrame:
+def build_frame(records: Sequence[CellRecord]) -> pd.DataFrame:
     """Columns every view uses; `idx` points back into `records` for the details."""
     frame = pd.DataFrame([flat_row(i, r) for i, r in enumerate(records)], columns=list(COLUMNS))
     frame[list(NUMERIC)] = frame[list(NUMERIC)].astype(float)
     return frame
 
 
-def export_row(record: Dict[str, Any]) -> Dict[str, Any]:
+def export_row(record: CellRecord) -> Dict[str, Any]:
     """A wide row for results.csv: every target, every parameter and fingerprint field in its own column."""
     row = flat_row(0, record)
     row.pop("idx")
-    for key, value in sorted(record["params"].items()):
+    row.update(runtime=record.runtime.name, runtime_version=record.runtime.version, precision=record.precision)
+    for key, value in sorted(record.params.items()):
         row["param_" + key] = json.dumps(value) if isinstance(value, (list, dict)) else value
-    for block, keys in (
-        ("latency", ("median_s", "iqr_s", "samples", "threads", "noisy")),
-        ("memory", ("peak_bytes", "method")),
-    ):
-        section = record.get(block) if isinstance(record.get(block), dict) else {}
-        for target in sorted(section):
-            values = section[target] if isinstance(section[target], dict) else {}
-            for key in keys:
-                row[f"{block}_{target}_{key}"] = values.get(key)
-    fingerprint = record.get("fingerprint") if isinstance(record.get("fingerprint"), dict) else {}
-    for key in FINGERPRINT_KEYS:
-        row["fingerprint_" + key] = fingerprint.get(key)
+    for target, timing in sorted(record.latency.items()):
+        for key in ("median_s", "iqr_s", "samples", "threads", "noisy"):
+            row[f"latency_{target}_{key}"] = getattr(timing, key)
+    for target, peak in sorted(record.memory.items()):
+        row[f"memory_{target}_peak_bytes"] = peak.peak_bytes
+        row[f"memory_{target}_method"] = peak.method
+    fingerprint = record.fingerprint.to_json()
+    for key in FINGERPRINT_KEYS + tuple(k for k in fingerprint if k not in FINGERPRINT_KEYS):
+        value = fingerprint[key]
+        row["fingerprint_" + key] = ", ".join(value) if isinstance(value, list) else value
     for key in ("schema_version", "harness_version", "cell_id", "started_at", "wall_s"):
-        row[key] = record.get(key)
+        row[key] = getattr(record, key)
     return row
 
 
@@ -158,11 +138,11 @@ def safe_json(value: Any, indent: Optional[int] = None) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def write_exports(records: Sequence[Dict[str, Any]], folder: Path) -> List[Path]:
+def write_exports(records: Sequence[CellRecord], folder: Path) -> List[Path]:
     """results.csv and results.json beside the page: the merged, de-duplicated records."""
     folder.mkdir(parents=True, exist_ok=True)
     csv_path = folder / "results.csv"
     json_path = folder / "results.json"
     pd.DataFrame([export_row(r) for r in records]).to_csv(csv_path, index=False)
-    json_path.write_text(safe_json(list(records), indent=1) + "\n", encoding="utf-8")
+    json_path.write_text(safe_json([r.to_json() for r in records], indent=1) + "\n", encoding="utf-8")
     return [csv_path, json_path]

@@ -9,12 +9,13 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
+from harness.record import Verdict, portability_rank, portability_short
 from harness.report.advisor import Advice, Candidate
 from harness.report.costs import format_ratio, format_seconds, geomean
-from harness.report.vocab import PORTABILITY_SHORT, portability_rank
 
 MATCH = ["family", "case", "params", "strategy", "opset", "exporter", "shape_mode", "device", "dtype"]
 COST_CHANGE = 0.20  # a latency change smaller than this is left out as noise
+PASS = Verdict.PASS.value
 
 
 @dataclass(frozen=True)
@@ -80,8 +81,8 @@ def cell_changes(frame: pd.DataFrame, old: str, new: str) -> List[CellChange]:
     moved = before != after
     kind = np.select(
         [
-            moved & (after == "pass"),
-            moved & (before == "pass"),
+            moved & (after == PASS),
+            moved & (before == PASS),
             moved,
             ratio < 1 - COST_CHANGE,
             ratio > 1 + COST_CHANGE,
@@ -103,7 +104,8 @@ def side(advice: Optional[Advice]) -> Side:
         return Side("pick", advice.pick)
     # "missing": a candidate has no cell for a combination (an exporter a case does not sweep), not a failure
     verdicts = [f.verdict for c in advice.ranked + advice.inapplicable for f in c.failures]
-    everything_na = "not_applicable" in verdicts and all(v in ("not_applicable", "missing") for v in verdicts)
+    na = Verdict.NOT_APPLICABLE.value
+    everything_na = na in verdicts and all(v in (na, "missing") for v in verdicts)
     return Side("not_applicable" if everything_na else "none", None)
 
 
@@ -119,7 +121,7 @@ def _gain(old: Side, new: Side, old_env: str, new_env: str) -> str:
     if after.pass_rate != before.pass_rate:
         parts.append(f"passes {before.passed}/{before.counted} → {after.passed}/{after.counted}")
     if portability_rank(after.portability) != portability_rank(before.portability):
-        parts.append(f"{PORTABILITY_SHORT.get(before.portability)} → {PORTABILITY_SHORT.get(after.portability)} ops")
+        parts.append(f"{portability_short(before.portability)} → {portability_short(after.portability)} ops")
     if before.latency_s and after.latency_s:
         change = format_ratio(after.latency_s / before.latency_s)
         parts.append(f"ORT latency {format_seconds(before.latency_s)} → {format_seconds(after.latency_s)} ({change})")

@@ -1,4 +1,7 @@
-"""The report's fixed vocabulary: verdicts, portability labels, compact parameter labels and sort orders."""
+"""How the page draws the record's words: verdict styles, pivots, compact parameter labels and sort orders.
+
+The words themselves (verdicts, portability, canonical parameters, versions) belong to harness.record.
+"""
 
 from __future__ import annotations
 
@@ -6,41 +9,53 @@ import json
 import re
 from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Sequence, Tuple
 
+from harness.record import FINGERPRINT_KEYS, Verdict, portability_rank
+
 
 class VerdictStyle(NamedTuple):
-    name: str
+    """How the page draws one verdict: the verdict itself comes from harness.record."""
+
+    verdict: Verdict
     glyph: str
     label: str
     meaning: str
 
+    @property
+    def name(self) -> str:
+        return self.verdict.value
 
-# Order matters: it is the legend's order and the order of "how bad" in summaries.
-VERDICTS: Tuple[VerdictStyle, ...] = (
-    VerdictStyle("pass", "✓", "pass", "exported, ran in onnxruntime and matched eager PyTorch"),
-    VerdictStyle("mismatch", "≠", "mismatch", "ran, but the output differs from eager PyTorch beyond tolerance"),
-    VerdictStyle("opset_drift", "≈", "opset drift", "the exported model's opset is not the one asked for"),
-    VerdictStyle("export_failed", "E", "export failed", "torch.onnx.export raised"),
-    VerdictStyle("check_failed", "C", "check failed", "onnx.checker rejected the model"),
-    VerdictStyle("load_failed", "L", "load failed", "onnxruntime could not load the model"),
-    VerdictStyle("run_failed", "R", "run failed", "onnxruntime raised while running the model"),
-    VerdictStyle("crashed", "✕", "crashed", "the worker process died (signal)"),
-    VerdictStyle("timeout", "T", "timeout", "the cell ran past its time limit"),
-    VerdictStyle("not_applicable", "–", "not applicable", "the strategy or this torch cannot do this combination"),
-    VerdictStyle("harness_error", "!", "harness error", "a bug of the harness, not a failure of the strategy"),
-)
-VERDICT_NAMES: Tuple[str, ...] = tuple(v.name for v in VERDICTS)
-VERDICT_BY_NAME: Dict[str, VerdictStyle] = {v.name: v for v in VERDICTS}
+
+VERDICT_STYLE: Dict[Verdict, VerdictStyle] = {
+    style.verdict: style
+    for style in (
+        VerdictStyle(Verdict.PASS, "✓", "pass", "exported, ran in onnxruntime and matched eager PyTorch"),
+        VerdictStyle(
+            Verdict.MISMATCH, "≠", "mismatch", "ran, but the output differs from eager PyTorch beyond tolerance"
+        ),
+        VerdictStyle(Verdict.OPSET_DRIFT, "≈", "opset drift", "the exported model's opset is not the one asked for"),
+        VerdictStyle(Verdict.EXPORT_FAILED, "E", "export failed", "torch.onnx.export raised"),
+        VerdictStyle(Verdict.CHECK_FAILED, "C", "check failed", "onnx.checker rejected the model"),
+        VerdictStyle(Verdict.LOAD_FAILED, "L", "load failed", "onnxruntime could not load the model"),
+        VerdictStyle(Verdict.RUN_FAILED, "R", "run failed", "onnxruntime raised while running the model"),
+        VerdictStyle(Verdict.CRASHED, "✕", "crashed", "the worker process died (signal)"),
+        VerdictStyle(Verdict.TIMEOUT, "T", "timeout", "the cell ran past its time limit"),
+        VerdictStyle(
+            Verdict.NOT_APPLICABLE, "–", "not applicable", "the strategy or this torch cannot do this combination"
+        ),
+        VerdictStyle(
+            Verdict.HARNESS_ERROR, "!", "harness error", "a bug of the harness, not a failure of the strategy"
+        ),
+    )
+}
+# The legend's order, and the order of "how bad" in summaries: the Verdict enum's own.
+VERDICTS: Tuple[VerdictStyle, ...] = tuple(VERDICT_STYLE[v] for v in Verdict if v in VERDICT_STYLE)
 
 # Verdicts that say nothing about the strategy itself: left out of pass rates and flagged instead.
-NOT_THE_STRATEGYS_FAULT = frozenset({"harness_error"})
+NOT_THE_STRATEGYS_FAULT = frozenset({Verdict.HARNESS_ERROR.value})
 
-PORTABILITY_RANK: Dict[str, int] = {"standard": 0, "ort_contrib": 1, "custom_domain": 2}
-PORTABILITY_LABEL: Dict[str, str] = {
-    "standard": "standard ONNX",
-    "ort_contrib": "onnxruntime contrib op (runs only in onnxruntime)",
-    "custom_domain": "custom domain",
-}
-PORTABILITY_SHORT: Dict[str, str] = {"standard": "standard", "ort_contrib": "ORT contrib", "custom_domain": "custom"}
+
+# The fingerprint's columns in the environments table.
+FINGERPRINT_COLUMNS: Tuple[str, ...] = FINGERPRINT_KEYS
 
 # Column axes the matrix can pivot to; the dimensions not on an axis are shown as chips inside a slot.
 PIVOTS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
@@ -64,23 +79,6 @@ DIM_LABEL: Dict[str, str] = {
     "dtype": "dtype",
     "verdict": "verdict",
 }
-
-
-def portability_rank(portability: str) -> int:
-    return PORTABILITY_RANK.get(portability, len(PORTABILITY_RANK))
-
-
-def portability_label(portability: str) -> str:
-    return PORTABILITY_LABEL.get(portability, f"unknown portability ({portability})")
-
-
-def verdict_rank(verdict: str) -> int:
-    return VERDICT_NAMES.index(verdict) if verdict in VERDICT_NAMES else len(VERDICT_NAMES)
-
-
-def params_key(params: Mapping[str, Any]) -> str:
-    """The canonical text of a case's parameters: the identity used for joins and de-duplication."""
-    return json.dumps(params, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def _abbrev(key: str) -> str:
@@ -129,17 +127,6 @@ def varying_keys(all_params: Sequence[Mapping[str, Any]]) -> List[str]:
     return varying
 
 
-_VERSION_PART = re.compile(r"\d+")
-
-
-def version_tuple(text: Any) -> Tuple[int, ...]:
-    """Numeric parts of a version such as "2.13.0+cpu" -> (2, 13, 0); empty when unknown."""
-    if not isinstance(text, str):
-        return ()
-    head = text.split("+")[0]
-    return tuple(int(p) for p in _VERSION_PART.findall(head)[:4])
-
-
 # The project's own families first, in the order its docs introduce them; any other family after, by name.
 FAMILY_ORDER: Tuple[str, ...] = ("grid_sample", "resize", "layernorm", "gelu", "control_flow")
 
@@ -153,6 +140,6 @@ def natural_key(text: str) -> Tuple[Any, ...]:
     return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text) if part)
 
 
-def strategy_sort_key(strategy: str, portability: str) -> Tuple[int, int, str]:
-    # The family's own operator first: every other strategy is read against it.
-    return (0 if strategy == "native" else 1, portability_rank(portability), strategy)
+def strategy_sort_key(strategy: str, portability: str, is_reference: bool) -> Tuple[int, int, str]:
+    # The family's reference first (as its records name it): every other strategy is read against it.
+    return (0 if is_reference else 1, portability_rank(portability), strategy)

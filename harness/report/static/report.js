@@ -181,7 +181,7 @@
   }
 
   function shortPortability(p) {
-    return { standard: "standard", ort_contrib: "ORT contrib", custom_domain: "custom domain" }[p] || p;
+    return DATA.portabilityShort[p] || p;
   }
 
   // Redrawn at once on each change: a redraw of thousands of cells takes a fraction of a second.
