@@ -106,6 +106,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, or a usage error argparse has already explained
+        return exc.code if isinstance(exc.code, int) else ExitCode.USAGE
+    try:
         return int(args.handler(args))
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -14,7 +14,13 @@ from typing import Any, Dict, Iterator, List
 
 import pytest
 
-from harness.report import main
+from harness.cli import main as harness_main
+
+
+def main(argv):
+    """`python -m harness report ARGV`, in this process."""
+    return harness_main(["report", *argv])
+
 
 RECORDS = Path(__file__).parent / "resources" / "records"
 CHROMIUM = os.environ.get("REPORT_CHROMIUM", "/usr/bin/chromium")

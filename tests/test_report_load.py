@@ -8,9 +8,15 @@ from typing import Any, Callable, Dict, List
 
 import pytest
 
+from harness.cli import main as harness_main
 from harness.record import CellRecord, Verdict
-from harness.report import main
 from harness.report.load import dedupe, discover, load
+
+
+def main(argv):
+    """`python -m harness report ARGV`, in this process."""
+    return harness_main(["report", *argv])
+
 
 RECORDS = Path(__file__).parent / "resources" / "records"
 

@@ -19,7 +19,13 @@ from typing import Any, Dict, Iterator
 
 import pytest
 
-from harness.report import main
+from harness.cli import main as harness_main
+
+
+def main(argv):
+    """`python -m harness report ARGV`, in this process."""
+    return harness_main(["report", *argv])
+
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent
@@ -166,8 +172,8 @@ def test_environment_limits_are_shown_once_per_environment_and_escaped(tmp_path:
 def test_rendering_never_imports_torch(tmp_path: Path) -> None:
     code = (
         "import sys\n"
-        "from harness.report import main\n"
-        "code = main(['--results', {records!r}, '--out', {out!r}])\n"
+        "from harness.cli import main\n"
+        "code = main(['report', '--results', {records!r}, '--out', {out!r}])\n"
         "assert code == 0, code\n"
         "leaked = sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.'))\n"
         "assert not leaked, leaked\n"

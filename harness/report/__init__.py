@@ -1,10 +1,10 @@
 """The reporter: merges results files from any number of environments and machines into one HTML page.
 
-It reads files only; it never imports torch and never runs a case.
+It reads files only; it never imports torch and never runs a case. `python -m harness report` runs it.
 """
 
 from __future__ import annotations
 
-from harness.report.cli import add_arguments, build_parser, main, run
+from harness.report.cli import add_arguments, run
 
-__all__ = ["add_arguments", "build_parser", "main", "run"]
+__all__ = ["add_arguments", "run"]

@@ -5,12 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import List, Optional, Sequence, TextIO
+from typing import List, Optional, TextIO
 
+from harness.errors import ExitCode
 from harness.report.load import Loaded, load
-
-EXIT_OK = 0
-EXIT_NOTHING_READABLE = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -31,14 +29,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return parser
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m harness report",
-        description="Render the results of any number of environments and machines as one self-contained page.",
-    )
-    return add_arguments(parser)
-
-
 def report_unread(loaded: Loaded, stream: TextIO) -> None:
     """What was left out, one line each with its fix: refused files, and torn lines skipped inside read ones."""
     for refusal in loaded.refusals:
@@ -53,7 +43,7 @@ def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optio
     report_unread(loaded, stderr)
     if not loaded.records:
         print("nothing to render: no readable records in {}".format(" ".join(args.results)), file=stderr)
-        return EXIT_NOTHING_READABLE
+        return ExitCode.USAGE
     # Imported here so that reading files and --help stay quick, and matplotlib loads only when needed.
     from harness.report.model import build_page
     from harness.report.render import write_page
@@ -75,15 +65,7 @@ def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optio
         ),
         file=stdout,
     )
-    return EXIT_OK
+    return ExitCode.OK
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    try:
-        args = build_parser().parse_args(None if argv is None else list(argv))
-    except SystemExit as exc:  # --help, or a usage error already explained by argparse
-        return exc.code if isinstance(exc.code, int) else EXIT_NOTHING_READABLE
-    return run(args)
-
-
-__all__: List[str] = ["add_arguments", "build_parser", "main", "run"]
+__all__: List[str] = ["add_arguments", "run"]
