@@ -103,3 +103,25 @@ def test_the_shared_words():
     assert portability_label("martian") == "unknown portability (martian)"
     assert [v.value for v in Verdict][:2] == ["pass", "mismatch"] and str(Verdict.TIMEOUT) == "timeout"
     assert Portability("standard") is Portability.STANDARD
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        ({"env_limits": ["x"]}, "'env_limits' should be a JSON dict"),
+        ({"fingerprint": "abc"}, "'fingerprint' should be a JSON dict"),
+        ({"stages": "ok"}, "'stages' should be a JSON list"),
+        ({"tags": "abc"}, "'tags' should be a JSON list"),
+        ({"stages": [{"name": "a", "outcome": "ok", "seconds": "x"}]}, "Stage.seconds"),
+        (
+            {"latency": {"eager": {"median_s": "x", "iqr_s": 1, "samples": 1, "threads": 1, "noisy": False}}},
+            "Timing.median_s",
+        ),
+        ({"env_limits": {"a": 1}, "verdict": "pass", "memory": {"ort": {"peak_bytes": "1"}}}, "Peak.peak_bytes"),
+    ],
+)
+def test_a_record_edited_into_another_shape_is_refused_as_malformed(change, words):
+    data = dict(_lines("torch2.jsonl")[0], **change)
+    with pytest.raises(RecordError) as caught:
+        CellRecord.from_json(data)
+    assert words in caught.value.reason and caught.value.kind == "malformed"

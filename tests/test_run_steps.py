@@ -26,7 +26,7 @@ def _through(run, *chain):
 
 
 def test_load_checks_every_name_against_what_exists(tmp_path):
-    with pytest.raises(UserError, match="--family warp: unknown; known families: control_flow"):
+    with pytest.raises(UserError, match="--family warp: unknown; known families: .*grid_sample"):
         steps.load(_run(tmp_path, "--family", "warp"))
     with pytest.raises(UserError, match="--strategy fast: unknown; known: "):
         steps.load(_run(tmp_path, "--strategy", "fast"))
@@ -111,3 +111,19 @@ def test_summarise_turns_the_run_into_an_exit_code(tmp_path):
 def test_the_chain_in_order():
     names = [s.__name__ for s in steps.STEPS]
     assert names == ["load", "discover", "expand_cells", "drop_done", "split_applicable", "execute", "summarise"]
+
+
+def test_list_names_the_cells_and_the_limits(tmp_path):
+    from harness.run.listing import list_command
+
+    args = build_parser().parse_args(["list", "--cells", "--case", "layernorm", "--opset", "13,99"])
+    assert list_command(args) == ExitCode.OK
+    args = build_parser().parse_args(["list", "--case", "layernorm"])
+    assert list_command(args) == ExitCode.OK
+
+
+def test_list_cells_through_the_command_line(harness_cli):
+    proc = harness_cli("list", "--cells", "--case", "layernorm", "--opset", "13,99")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("layernorm[") >= 2 and "opset99" not in proc.stdout
+    assert "beyond this environment" in proc.stderr and "opsets above" in proc.stderr

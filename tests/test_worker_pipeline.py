@@ -51,7 +51,7 @@ def _cell(opset=13, strategy="decomposed", exporter="torchscript"):
 def _run(case, cell, opts=OPTS):
     blank = cell.record(ENV.fingerprint, Verdict.PASS, reference="native", portability="standard", tags=())
     strategy = get_strategy("layernorm", cell.strategy)
-    return run_cell(blank, cell, case, strategy, NATIVE, ENV, opts)
+    return run_cell(blank, cell, case, strategy, NATIVE, opts)
 
 
 def _outcomes(record: CellRecord):
@@ -97,7 +97,7 @@ def test_a_non_fatal_raise_keeps_its_verdict_and_later_stages_run(monkeypatch):
 
 
 def test_opset_drift_is_a_finding_of_the_opset_stage():
-    state = pipeline.CellState(_cell(opset=13), _case(), CUSTOM, NATIVE, ENV, OPTS)
+    state = pipeline.CellState(_cell(opset=13), _case(), CUSTOM, NATIVE, OPTS)
     pipeline.build(state)
     pipeline.export(state)  # the graph is written at opset 13
     state.cell = _cell(opset=12)  # as though 12 had been asked for

@@ -23,7 +23,9 @@ class Case:
     `inputs(params, shape, generator)` returns a tuple of float32 CPU tensors for one entry of `shapes`;
     the first shape is the export shape, the others check a dynamic export. `variants` more input sets
     at the export shape (`shape["variant"]` = 1..variants) check every cell, for instance the other side
-    of a data-dependent branch that tracing froze.
+    of a data-dependent branch that tracing froze. `operators` names other routed families the model calls
+    (a spatial transformer's affine_grid): each of its params carries one of them, named by the family,
+    with the strategy that operator runs through in that cell.
     """
 
     name: str
@@ -41,6 +43,7 @@ class Case:
     opsets: Optional[Tuple[int, ...]] = None
     tags: Tuple[str, ...] = ()
     tolerance: Optional[Tuple[float, float]] = None
+    operators: Tuple[str, ...] = ()  # other routed families the model calls; each param of that name picks one
     description: str = ""
     source: str = field(default="", compare=False)
 
@@ -64,6 +67,7 @@ def register_case(
     opsets: Optional[Sequence[int]] = None,
     tags: Sequence[str] = (),
     tolerance: Optional[Tuple[float, float]] = None,
+    operators: Sequence[str] = (),
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register the decorated model factory `fn(params, op) -> nn.Module` as a case."""
 
@@ -93,6 +97,7 @@ def register_case(
             opsets=tuple(opsets) if opsets else None,
             tags=tuple(tags),
             tolerance=tolerance,
+            operators=tuple(operators),
             description=(fn.__doc__ or "").strip().split("\n")[0],
             source=getattr(fn, "__module__", ""),
         )

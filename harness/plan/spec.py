@@ -71,6 +71,7 @@ class CellSpec:
         reference: str,
         portability: str,
         tags: Sequence[str],
+        operators: Sequence[str] = (),
         reason: Optional[str] = None,
     ) -> CellRecord:
         """A record of this cell with its identity filled in; the pipeline or the run adds what it found."""
@@ -89,6 +90,7 @@ class CellSpec:
             reason=reason,
             finished_at="",
             reference=reference,
+            operators={self.family: self.strategy, **{f: str(self.params[f]) for f in operators}} if operators else {},
             runtime=Runtime("onnxruntime", fingerprint.onnxruntime),
             portability=portability,
             tags=tuple(tags),

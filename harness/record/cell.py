@@ -158,6 +158,7 @@ class CellRecord:
     traceback: Optional[str] = None
     # what judged it, and against what
     reference: str = ""
+    operators: Dict[str, str] = field(default_factory=dict)  # family -> strategy, for models of several operators
     runtime: Runtime = Runtime("onnxruntime", None)
     precision: str = "fp32"
     portability: str = "standard"
@@ -210,7 +211,13 @@ class CellRecord:
     @classmethod
     def from_json(cls, data: Any) -> CellRecord:
         """A record from its JSON object, migrated from an older schema; RecordError when it is none of ours."""
-        return _typed(_migrate(_checked(data)))
+        migrated = _migrate(_checked(data))
+        try:
+            return _typed(migrated)
+        except RecordError:
+            raise
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise RecordError(f"a malformed record ({type(exc).__name__}: {exc})"[:200], kind="malformed") from None
 
     def with_(self, **changes: Any) -> CellRecord:
         return replace(self, **changes)
@@ -257,14 +264,51 @@ def _checked(data: Any) -> Dict[str, Any]:
     return data
 
 
+# The JSON shape of each optional key, checked before typing it: a record edited by hand is refused, not misread.
+SHAPES: Tuple[Tuple[str, type], ...] = (
+    ("stages", list),
+    ("tags", list),
+    ("ort_providers", list),
+    ("env_limits", dict),
+    ("operators", dict),
+    ("fingerprint", dict),
+    ("latency", dict),
+    ("memory", dict),
+    ("parity", dict),
+    ("eager_parity", dict),
+    ("export", dict),
+    ("runtime", dict),
+)
+
+
 def _part(kind: Callable[..., Any], value: Any) -> Any:
     if not isinstance(value, dict):
         return None
-    names = {f.name for f in fields(kind)}
+    values = {f.name: value[f.name] for f in fields(kind) if f.name in value}
+    for f in fields(kind):
+        if f.name in values and not _fits(str(f.type), values[f.name]):
+            raise RecordError(
+                f"{kind.__name__}.{f.name} {json.dumps(values[f.name])[:40]} is not {f.type}", "malformed"
+            )
     try:
-        return kind(**{k: v for k, v in value.items() if k in names})
+        return kind(**values)
     except TypeError as exc:
         raise RecordError(f"a malformed {kind.__name__}: {exc}", kind="malformed") from None
+
+
+def _fits(annotation: str, value: Any) -> bool:
+    """Whether a JSON value fits a scalar field's annotation as written ("Optional[float]", "int", "bool", "str")."""
+    optional = annotation.startswith("Optional[")
+    base = annotation[len("Optional[") : -1] if optional else annotation
+    if value is None:
+        return optional
+    if base == "bool":
+        return isinstance(value, bool)
+    if base in ("float", "int"):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if base == "str":
+        return isinstance(value, str)
+    return True
 
 
 def _targets(kind: Callable[..., Any], value: Any) -> Dict[str, Any]:
@@ -273,6 +317,9 @@ def _targets(kind: Callable[..., Any], value: Any) -> Dict[str, Any]:
 
 
 def _typed(data: Dict[str, Any]) -> CellRecord:
+    for key, shape in SHAPES:
+        if data.get(key) is not None and not isinstance(data[key], shape):
+            raise RecordError(f"key {key!r} should be a JSON {shape.__name__}", kind="malformed")
     known = {f.name for f in fields(CellRecord)}
     values = {k: v for k, v in data.items() if k in known}
     export = data.get("export")
@@ -291,6 +338,7 @@ def _typed(data: Dict[str, Any]) -> CellRecord:
         tags=tuple(str(t) for t in data.get("tags") or ()),
         ort_providers=tuple(data.get("ort_providers") or ()),
         env_limits=dict(data.get("env_limits") or {}),
+        operators=dict(data.get("operators") or {}),
     )
     return CellRecord(**values)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -94,27 +95,31 @@ _FIXES = {
 def set_aside_torn_lines(path: Path) -> Tuple[int, Optional[Path]]:
     """Move torn lines out of a results file into `<file>.torn`, atomically, before a run appends to it.
 
-    Returns how many lines moved and where. Run by the single writer of the file (one run per file).
+    Returns how many lines moved and where. Run by the single writer of the file (one run per file); intact
+    lines are kept byte for byte.
     """
     path = Path(path)
     if not path.exists():
         return 0, None
     kept, torn = [], []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in path.read_bytes().splitlines():
         if not line.strip():
             continue
         try:
-            json.loads(line)
-        except ValueError:
+            json.loads(line.decode("utf-8"))
+        except ValueError:  # UnicodeDecodeError is one
             torn.append(line)
             continue
         kept.append(line)
     if not torn:
         return 0, None
     aside = path.with_name(path.name + ".torn")
-    with open(aside, "a", encoding="utf-8") as fh:
-        fh.write("\n".join(torn) + "\n")
+    with open(aside, "ab") as fh:
+        fh.write(b"\n".join(torn) + b"\n")
     temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text("\n".join(kept) + "\n" if kept else "", encoding="utf-8")
+    with open(temporary, "wb") as fh:
+        fh.write(b"\n".join(kept) + b"\n" if kept else b"")
+        fh.flush()
+        os.fsync(fh.fileno())
     temporary.replace(path)
     return len(torn), aside

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Optional
 
 from harness.errors import ExitCode
 from harness.record import portability_label
-from harness.run.steps import Run, discover, expand_cells, load
+from harness.run.steps import Run, discover, load, within_limits
 
 
 def list_command(args: argparse.Namespace) -> int:
@@ -25,13 +24,13 @@ def list_command(args: argparse.Namespace) -> int:
 
 
 def _list_cells(run: Run) -> int:
-    code: Optional[int] = expand_cells(run)
+    within_limits(run)
     for cell in run.cells:
         print(cell.label())
     beyond = sum(run.beyond.values())
     print(f"{len(run.cells)} cells in {run.env.name} ({beyond} beyond this environment)", file=sys.stderr)
     _list_limits(run, stream=sys.stderr)
-    return ExitCode.OK if code is None else code
+    return ExitCode.OK
 
 
 def _list_cases(run: Run) -> None:

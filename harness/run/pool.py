@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 from harness.plan.spec import CellSpec
-from harness.record import CellRecord, Verdict
+from harness.record import CellRecord, RecordError, Verdict
 from harness.worker.options import Options
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -190,7 +190,7 @@ class WorkerPool:
                 if msg.get("ready"):
                     w.ready = True
                 elif w.cell is not None and msg.get("cell_id") == w.cell.cell_id:
-                    on_outcome(self._outcome(w, CellRecord.from_json(msg["record"])))
+                    on_outcome(self._outcome(w, self._received(w.cell, msg.get("record"))))
                     w.cell = None
         now = time.monotonic()
         for w in list(self.workers):
@@ -199,6 +199,13 @@ class WorkerPool:
                 self._replace(
                     w, on_outcome, Verdict.TIMEOUT, f"the cell ran past the {self.config.timeout_s:g} s limit"
                 )
+
+    def _received(self, cell: CellSpec, data: Any) -> CellRecord:
+        """The worker's record; one that does not read back is our bug, recorded as such for its cell."""
+        try:
+            return CellRecord.from_json(data)
+        except RecordError as exc:
+            return self.make_record(cell, Verdict.HARNESS_ERROR, f"the worker's record does not read back: {exc}")
 
     def _outcome(self, w: Worker, record: CellRecord) -> Outcome:
         wall = time.monotonic() - w.started

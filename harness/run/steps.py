@@ -82,14 +82,19 @@ def discover(run: Run) -> Optional[int]:
     return None
 
 
-def expand_cells(run: Run) -> Optional[int]:
-    """The selection's cells within the environment's limits, and this machine's shard of them."""
+def within_limits(run: Run) -> None:
+    """The selection's cells this environment can do, and how many each of its limits keeps out."""
     cells = list(expand(run.env.name, run.cases.values(), _strategies_of, run.selection, run.env.max_opset))
     if not cells:
         raise UserError("the selection names no cell; `python -m harness list` shows what exists")
-    within, run.beyond = split_by_limits(cells, run.limits)
+    run.cells, run.beyond = split_by_limits(cells, run.limits)
+
+
+def expand_cells(run: Run) -> Optional[int]:
+    """The selection's cells within the environment's limits, and this machine's shard of them."""
+    within_limits(run)
     shard = parse_shard(run.args.shard)
-    run.cells = select_list(within, shard)
+    run.cells = select_list(run.cells, shard)
     run.cuda_reason = _cuda_check(run.cells)
     name = run.env.name + (f".shard-{shard[0]}-of-{shard[1]}" if shard else "") + ".jsonl"
     run.out = Path(run.args.out) if run.args.out else Path(run.args.results_dir) / name
@@ -203,6 +208,7 @@ def _new_record(run: Run, cell: CellSpec, verdict: Verdict, reason: Optional[str
         reference=reference_strategy(cell.family).name,
         portability=strategy.portability.value,
         tags=run.cases[cell.case].tags,
+        operators=run.cases[cell.case].operators,
         reason=reason,
     )
 
@@ -229,7 +235,7 @@ def _execute_inline(run: Run, config: WorkerConfig) -> None:
     for cell in run.runnable:
         run.progress.started(cell.label())
         started, t0 = now_iso(), time.monotonic()
-        record = executor.execute(cell)
+        record = executor.answer(cell)
         _emit(run, Outcome(cell, record, started, time.monotonic() - t0), ran=True)
 
 

@@ -1,31 +1,60 @@
-"""Routing an unmodified model through a strategy: every module-level name that holds the torch function
+"""Routing an unmodified model through strategies: every module-level name that holds a torch function
 (torchvision imports `grid_sample` by name) points at the strategy's operator for the length of a block."""
 
 from __future__ import annotations
 
 import contextlib
 import sys
-from typing import Any, Dict, Iterator, List, Set, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
-from harness.strategies import get_strategy
+from harness.strategies import Strategy, get_strategy, strategies_for
+
+# The families whose strategies route a torch function that unmodified models call.
+ROUTED_FAMILIES = ("grid_sample", "affine_grid")
 
 
 @contextlib.contextmanager
-def patched(strategy: str = "custom", family: str = "grid_sample") -> Iterator[None]:
-    """Within this block `torch.nn.functional.grid_sample`, and every module-level alias of it, runs and exports
-    through the named strategy.
+def patched(strategy: Optional[str] = None, family: Optional[str] = None, **by_family: str) -> Iterator[None]:
+    """Within this block the torch functions of the routed families (`F.grid_sample`, `F.affine_grid`, and every
+    module-level alias of them) run and export through the named strategies.
 
-    >>> with patched("custom"):
+    >>> with patched("custom"):  # grid_sample and affine_grid through our rewrites
     ...     torch.onnx.export(model, args, "model.onnx", opset_version=11)
+    >>> with patched(grid_sample="mmcv", affine_grid="custom"):  # one strategy per operator
+    ...     ...
+    >>> with patched("contrib", family="grid_sample"):  # one family only
+    ...     ...
     """
     from harness.worker.fingerprint import collect
 
-    chosen = get_strategy(family, strategy)
-    reason = chosen.unavailable(collect("patched"))
-    if reason:
-        raise RuntimeError(f"strategy {strategy!r} cannot run here: {reason}")
-    with chosen.context():
+    env = collect("patched")
+    with contextlib.ExitStack() as stack:
+        for name, chosen in routes(strategy, family, by_family).items():
+            reason = chosen.unavailable(env)
+            if reason:
+                raise RuntimeError(f"{name} strategy {chosen.name!r} cannot run here: {reason}")
+            stack.enter_context(chosen.context())
         yield
+
+
+def routes(strategy: Optional[str], family: Optional[str], by_family: Dict[str, str]) -> Dict[str, Strategy]:
+    """The strategy each routed family takes: a name for every family that has it, then per-family choices."""
+    unknown = sorted(set(by_family) - set(ROUTED_FAMILIES)) + (
+        [family] if family not in (None, *ROUTED_FAMILIES) else []
+    )
+    if unknown:
+        raise ValueError(f"patched(): {', '.join(unknown)} is not a routed family; use {', '.join(ROUTED_FAMILIES)}")
+    chosen: Dict[str, Strategy] = {}
+    if family is not None:
+        chosen[family] = get_strategy(family, strategy or "custom")
+    elif strategy is not None or not by_family:
+        name = strategy or "custom"
+        found = {f: s for f in ROUTED_FAMILIES for s in strategies_for(f) if s.name == name}
+        if not found:
+            raise ValueError(f"patched({name!r}): no routed family has a strategy of that name")
+        chosen.update(found)
+    chosen.update({f: get_strategy(f, name) for f, name in by_family.items()})
+    return chosen
 
 
 @contextlib.contextmanager

@@ -4,7 +4,7 @@ process with the same timer, so the page's ratios compare figures taken together
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict
+from typing import Any, Callable, ContextManager, Dict, Tuple
 
 from harness.record import Peak, Timing
 from harness.worker.measure import peak_cuda_of, peak_rss_of, time_callable
@@ -12,22 +12,22 @@ from harness.worker.session import OrtSession
 from harness.worker.state import CellState
 
 
-def _eager_calls(s: CellState) -> Dict[str, Callable[[], Any]]:
-    """Eager targets by name, each a call that enters its strategy's routing itself."""
+def _eager_targets(s: CellState) -> Dict[str, Tuple[Callable[[], Any], Callable[[], ContextManager[None]]]]:
+    """Eager targets by name: the call, and the routing to enter once around its measurement (not per call)."""
     import torch
 
-    def call(model: Any, strategy: Any, inputs: Any) -> Callable[[], Any]:
+    def call(model: Any, inputs: Any) -> Callable[[], Any]:
         def run() -> Any:
-            with torch.no_grad(), strategy.context():
+            with torch.no_grad():
                 return model(*inputs)
 
         return run
 
-    calls = {"eager": call(s.model, s.strategy, s.inputs)}
+    targets = {"eager": (call(s.model, s.inputs), s.routing)}
     if s.strategy.name != s.reference.name:
         reference_inputs = tuple(t.to(s.cell.device) for t in s.inputs32)
-        calls["reference"] = call(s.ref_model.to(s.cell.device), s.reference, reference_inputs)
-    return calls
+        targets["reference"] = (call(s.ref_model.to(s.cell.device), reference_inputs), s.reference_routing)
+    return targets
 
 
 def latency_targets(s: CellState) -> Dict[str, Timing]:
@@ -35,10 +35,10 @@ def latency_targets(s: CellState) -> Dict[str, Timing]:
 
     sync = torch.cuda.synchronize if s.cell.device == "cuda" else None
     budget, threads = s.opts.latency_budget_s, s.opts.threads
-    timings = {
-        name: time_callable(fn, threads=threads, budget_s=budget, sync=sync).timing()
-        for name, fn in _eager_calls(s).items()
-    }
+    timings = {}
+    for name, (fn, routing) in _eager_targets(s).items():
+        with routing():
+            timings[name] = time_callable(fn, threads=threads, budget_s=budget, sync=sync).timing()
     timings["ort"] = time_callable(s.session.timed_call(s.inputs), threads=threads, budget_s=budget).timing()
     return timings
 
@@ -47,10 +47,12 @@ def memory_targets(s: CellState) -> Dict[str, Peak]:
     import torch
 
     on_cuda = s.cell.device == "cuda"
-    peaks = {name: peak_cuda_of(fn, torch) if on_cuda else peak_rss_of(fn) for name, fn in _eager_calls(s).items()}
-    peaks["ort"] = (
-        ort_device_memory(s.session, s.inputs, torch) if on_cuda else peak_rss_of(s.session.timed_call(s.inputs))
-    )
+    peaks = {}
+    for name, (fn, routing) in _eager_targets(s).items():
+        with routing():
+            peaks[name] = peak_cuda_of(fn, torch) if on_cuda else peak_rss_of(fn)
+    session = s.session
+    peaks["ort"] = ort_device_memory(session, s.inputs, torch) if on_cuda else peak_rss_of(session.timed_call(s.inputs))
     return peaks
 
 

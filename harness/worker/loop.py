@@ -11,14 +11,9 @@ import os
 import resource
 import signal
 import sys
-import traceback
-from typing import IO, TYPE_CHECKING, List, Optional
+from typing import IO, List, Optional
 
 from harness.plan.spec import CellSpec
-from harness.record import CellRecord, Verdict
-
-if TYPE_CHECKING:
-    from harness.worker.executor import CellExecutor
 
 
 def _protocol_stream() -> IO[str]:
@@ -59,18 +54,7 @@ def serve(argv: Optional[List[str]] = None) -> int:
         if not line.strip():
             continue
         request = json.loads(line)
-        cell = CellSpec.from_dict(request["cell"])
-        record = _answer(executor, cell)
+        record = executor.answer(CellSpec.from_dict(request["cell"]))
         proto.write(json.dumps({"cell_id": request["cell_id"], "record": record.to_json()}) + "\n")
         proto.flush()
     return 0
-
-
-def _answer(executor: CellExecutor, cell: CellSpec) -> CellRecord:
-    """The cell's record; a bug outside the pipeline's stages still answers, as a harness error."""
-    try:
-        return executor.execute(cell)
-    except Exception:
-        text = traceback.format_exc()
-        record = executor.blank(cell, Verdict.HARNESS_ERROR)
-        return record.with_(reason=text.strip().splitlines()[-1][:300], traceback=text[-4000:])

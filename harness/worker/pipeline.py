@@ -18,7 +18,6 @@ from harness.strategies import Strategy
 from harness.worker import parity as parity_mod
 from harness.worker.costs import latency_targets, memory_targets
 from harness.worker.export import check_model, describe_model, export_onnx
-from harness.worker.fingerprint import EnvInfo
 from harness.worker.options import Options
 from harness.worker.session import OrtSession
 from harness.worker.state import CellState
@@ -51,7 +50,7 @@ def eager(s: CellState) -> None:
     import torch
 
     s.expected = _reference_outputs(s, s.inputs32)
-    with torch.no_grad(), s.strategy.context():
+    with torch.no_grad(), s.routing():
         got = s.model(*s.inputs)
     result = parity_mod.compare(got, s.expected, s.atol, s.rtol)
     s.found["eager_parity"] = _parity(result)
@@ -61,7 +60,7 @@ def eager(s: CellState) -> None:
 
 def export(s: CellState) -> None:
     dynamic = s.cell.shape_mode == "dynamic"
-    with s.strategy.context():
+    with s.routing():
         s.blob = export_onnx(
             s.strategy.wrap(s.model, s.cell),
             s.inputs,
@@ -155,23 +154,23 @@ STAGE_NAMES = tuple(spec.name for spec in STAGES)
 
 
 def run_cell(
-    blank: CellRecord, cell: CellSpec, case: Case, strategy: Strategy, reference: Strategy, env: EnvInfo, opts: Options
+    blank: CellRecord, cell: CellSpec, case: Case, strategy: Strategy, reference: Strategy, opts: Options
 ) -> CellRecord:
-    state = CellState(cell, case, strategy, reference, env, opts)
+    state = CellState(cell, case, strategy, reference, opts)
     verdict: Optional[Verdict] = None
     reason: Optional[str] = None
     stages: List[Stage] = []
-    stopped = False
+    stopped_at: Optional[str] = None
     for spec in STAGES:
-        if stopped or not spec.when(state):
+        if stopped_at or not spec.when(state):
             stages.append(Stage(spec.name, "skipped"))
             continue
         stage, failure, fatal = _run_stage(spec, state)
         stages.append(stage)
         if failure is not None and verdict is None:
             verdict, reason = failure
-        stopped = fatal
-    if state.comparisons:
+        stopped_at = spec.name if fatal else None
+    if state.comparisons and stopped_at not in ("parity", "dynamic"):  # a half-judged cell has no parity
         state.found["parity"] = _parity(parity_mod.merge(state.comparisons))
     state.found.pop("ort_outputs", None)
     return blank.with_(verdict=verdict or Verdict.PASS, reason=reason, stages=tuple(stages), **state.found)
@@ -231,7 +230,7 @@ def _reference_outputs(s: CellState, inputs32: Tuple[Any, ...]) -> Any:
     import torch
 
     model = s.ref_model.to(s.cell.device)
-    with torch.no_grad(), s.reference.context():
+    with torch.no_grad(), s.reference_routing():
         return model(*(t.to(s.cell.device) for t in inputs32))
 
 

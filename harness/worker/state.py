@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, ContextManager, Dict, List, Optional, Sequence, Tuple
 
 from harness.plan.registry import Case
 from harness.plan.spec import CellSpec
-from harness.strategies import Strategy
-from harness.worker.fingerprint import EnvInfo
+from harness.strategies import Strategy, get_strategy, reference_strategy
 from harness.worker.options import Options
 from harness.worker.session import OrtSession
 
@@ -21,7 +21,6 @@ class CellState:
     case: Case
     strategy: Strategy
     reference: Strategy
-    env: EnvInfo
     opts: Options
     atol: float = 0.0
     rtol: float = 0.0
@@ -34,3 +33,19 @@ class CellState:
     expected: Any = None
     blob: bytes = b""
     session: Optional[OrtSession] = None
+
+    def routing(self) -> ContextManager[None]:
+        """The strategy's routing, and that of each other operator the case uses (its params name the strategy)."""
+        others = [get_strategy(family, self.cell.params[family]) for family in self.case.operators]
+        return _entered([self.strategy, *others])
+
+    def reference_routing(self) -> ContextManager[None]:
+        """The ground truth: every operator through its family's reference."""
+        return _entered([self.reference, *(reference_strategy(family) for family in self.case.operators)])
+
+
+def _entered(strategies: Sequence[Strategy]) -> ContextManager[None]:
+    stack = contextlib.ExitStack()
+    for strategy in strategies:
+        stack.enter_context(strategy.context())
+    return stack
