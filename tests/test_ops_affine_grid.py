@@ -88,7 +88,9 @@ def test_gradient_matches_torch(rank, align, dtype):
         leaf = theta.clone().requires_grad_(True)
         (fn(leaf, size, align_corners=align) * weight).sum().backward()
         grads.append(leaf.grad)
-    assert torch.allclose(grads[0], grads[1], rtol=1e-5 if dtype == torch.float32 else 1e-12, atol=1e-12)
+    # sums over every point in another order: float32 agrees to about 1e-5 relative (seen 1e-5 at 16x16x16)
+    tol = 1e-5 if dtype == torch.float32 else 1e-12
+    assert torch.allclose(grads[0], grads[1], rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("rank", [4, 5])

@@ -15,7 +15,7 @@ from typing import List, Optional, Sequence, Union
 import torch
 from torch import Tensor
 
-from harness.ops._grid_plan import _exporting, tracing
+from harness.ops._grid_plan import exporting, tracing
 
 Size = Union[int, Tensor]  # a Python int in eager mode, a 0-d int64 tensor while tracing, a SymInt in dynamo
 
@@ -59,7 +59,7 @@ def _check(theta: Tensor, size: Sequence[Size], align: bool) -> None:
             "affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, respectively. "
             f"Got size {size}."
         )
-    if tracing() or _exporting():
+    if tracing() or exporting():
         return  # sizes are graph values there: comparing them would bake the example's into the graph
     if align and min(size[2:]) == 1:
         warnings.warn(

@@ -23,7 +23,7 @@ class Plan:
         self.volumetric = input.dim() == 5
         self.pad = PAD[mode]
         self.opset = _onnx_opset()
-        self.exporting = tracing() or _exporting()
+        self.exporting = tracing() or exporting()
         watched = torch.is_grad_enabled() and (input.requires_grad or grid.requires_grad)
         # a graph nobody differentiates (an ONNX export; torch.compile without autograd): cheaper ops where
         # neither torch's gradient rule at the bounds nor the last bit can matter
@@ -47,7 +47,7 @@ def tracing() -> bool:
     return bool(torch.jit.is_tracing())
 
 
-def _exporting() -> bool:
+def exporting() -> bool:
     """Inside torch.export / the dynamo exporter, where in-place tricks buy nothing."""
     compiler = getattr(torch, "compiler", None)
     if compiler is not None and getattr(compiler, "is_compiling", None) and compiler.is_compiling():
