@@ -93,6 +93,18 @@ def main():
         not beyond and "exporter dynamo" in limits and "opsets above 13" in limits,
         "torch1.8: no cells beyond the environment (dynamo, opsets above 13); its records name those limits",
     )
+    for strategy in ("native", "custom", "mmcv", "contrib"):
+        alone = pick(t18, case="stn_tutorial", strategy=strategy, affine_grid="native")
+        expect(
+            alone and all(r["verdict"] == "export_failed" and "affine_grid_generator" in r["reason"] for r in alone),
+            f"torch1.8 tutorial STN, {strategy} grid_sample with torch's affine_grid: export_failed on affine_grid",
+        )
+        both = pick(t18, case="stn_tutorial", strategy=strategy, affine_grid="custom")
+        want = "export_failed" if strategy == "native" else "pass"
+        expect(
+            both and all(r["verdict"] == want for r in both),
+            f"torch1.8 tutorial STN, {strategy} grid_sample with the custom affine_grid: {want}",
+        )
     flow = [r for r in t2 if r["family"] == "control_flow"]
     expect(all(r["reference"] == "eager" for r in flow), "control_flow records name eager as their reference")
     return 1 if failures else 0

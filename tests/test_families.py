@@ -191,3 +191,27 @@ def test_the_torchvision_case_exists_only_where_torchvision_imports():
         present = False
     names = {c.name for c in all_cases()}
     assert ("torchvision_affine" in names) == present
+
+
+# affine_grid
+
+
+def test_the_tutorial_stn_needs_affine_grid_rewritten_below_opset_20():
+    below = min(17, ENV.max_opset)  # the newest opset below affine_grid_generator's 20 that this torch writes
+    alone = run(cell("stn_tutorial", "custom", below, affine_grid="native"))
+    assert alone["verdict"] == "export_failed" and "affine_grid_generator" in alone["reason"], alone["reason"]
+    both = run(cell("stn_tutorial", "mmcv", below, affine_grid="custom"))
+    assert both["verdict"] == "pass", both["reason"]
+    assert both["operators"] == {"grid_sample": "mmcv", "affine_grid": "custom"}
+    assert both["parity"]["max_abs"] < 1e-5
+
+
+def test_torch_exports_affine_grid_itself_from_opset_20():
+    if ENV.max_opset < 20:
+        pytest.skip(f"torch {ENV.torch} exports opsets up to {ENV.max_opset}")
+    native = run(cell("affine_grid_op_3d", "native", 20))
+    assert native["verdict"] == "pass", native["reason"]
+    assert "AffineGrid" in ops(native)
+    custom = run(cell("affine_grid_op_3d", "custom", 11, shape_mode="dynamic"))
+    assert custom["verdict"] == "pass", custom["reason"]
+    assert "AffineGrid" not in ops(custom) and custom["parity"]["shapes_checked"] == 3

@@ -48,3 +48,41 @@ def test_the_own_case_example_runs_through_the_harness(tmp_path):
     assert records[("custom", "dynamic")]["parity"]["shapes_checked"] == 3
     # the unmodified model's F.grid_sample really went through each strategy: naive clamps at the borders
     assert records[("naive", "static")]["verdict"] == "mismatch"
+
+
+def _torch18_python():
+    """The torch1.8 environment's interpreter, where `nox -s "matrix(env='torch1.8')"` (or .ci/run) built it."""
+    import glob
+    import os
+
+    cache = os.environ.get("ONNX_COMPAT_CACHE") or os.path.expanduser("~/.cache/onnx-compat-matrix")
+    found = sorted(glob.glob(os.path.join(cache, "venvs", "torch1.8-*", "bin", "python")))
+    link = ROOT / ".nox" / "torch1.8" / "bin" / "python"
+    return str(link) if link.exists() else (found[-1] if found else None)
+
+
+def test_the_tutorial_stn_exports_on_torch_1_8_as_written(tmp_path):
+    import subprocess
+
+    import pytest
+
+    python = _torch18_python()
+    if python is None:
+        pytest.skip("no torch1.8 environment yet: `nox -s \"matrix(env='torch1.8')\"` builds it (.ci/run does)")
+    example = next(b for b in re.findall(r"```python\n(.*?)```", README, re.S) if "stn_export.py" in b)
+    check = (
+        "\nimport onnx, onnxruntime\n"
+        "m = onnx.load('stn.onnx')\n"
+        "assert [i.version for i in m.opset_import if i.domain in ('', 'ai.onnx')] == [11]\n"
+        "assert not any(n.op_type in ('GridSample', 'AffineGrid') for n in m.graph.node)\n"
+        "x3 = torch.rand(3, 1, 28, 28)\n"
+        "got = onnxruntime.InferenceSession('stn.onnx').run(None, {'input': x3.numpy()})[0]\n"
+        "want = model(x3).detach().numpy()\n"
+        "print('torch', torch.__version__, 'max abs', abs(got - want).max())\n"
+        "assert abs(got - want).max() < 1e-5\n"
+    )
+    (tmp_path / "stn_export.py").write_text(example + check)
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([python, "stn_export.py"], cwd=str(tmp_path), capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "torch 1.8.1" in proc.stdout

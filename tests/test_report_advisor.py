@@ -301,3 +301,27 @@ def test_the_reference_in_onnxruntime_comes_before_the_reference_target() -> Non
     assert set(custom["ref_kind"]) == {REFERENCE_ORT} and list(custom["ratio"]) == pytest.approx([2.0, 2.0])
     alone = with_ratios(frame_of(cells), "latency")
     assert set(alone["ref_label"]) == {"native eager"} and list(alone["ratio"]) == pytest.approx([4.0, 4.0])
+
+
+def _model(strategy: str, affine: str, verdict: str, reason: str = "") -> Dict[str, Any]:
+    record = rec(strategy, {"affine_grid": affine}, verdict)
+    record.update(case="stn", operators={"grid_sample": strategy, "affine_grid": affine}, reason=reason or None)
+    return record
+
+
+def test_the_advisor_names_what_a_strategy_needs_of_the_models_other_operators() -> None:
+    message = "export: UnsupportedOperatorError: Exporting the operator ::affine_grid_generator to ONNX. More"
+    records = [
+        _model("mmcv", "native", "export_failed", message),
+        _model("mmcv", "custom", "pass"),
+        _model("native", "native", "export_failed", message),
+        _model("native", "custom", "export_failed", "export: grid_sampler is not supported"),
+    ]
+    (advice,) = advise(frame_of(records))
+    assert advice.needs == (
+        "stn: mmcv grid_sample (torchscript) needs the custom affine_grid at opset 11 (the native affine_grid: "
+        "export_failed, export: UnsupportedOperatorError: Exporting the operator ::affine_grid_generator to ONNX)",
+        "stn: native grid_sample (torchscript) fails whatever the other operators use (the native affine_grid: "
+        "export_failed, export: UnsupportedOperatorError: Exporting the operator ::affine_grid_generator to ONNX)",
+    )
+    assert advise(frame_of([rec("custom", COMBOS[0])]))[0].needs == ()  # one-operator cases have nothing to say

@@ -10,7 +10,7 @@ graph dynamic.
 from __future__ import annotations
 
 import warnings
-from typing import List, Optional, Sequence, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -44,13 +44,14 @@ def _check(theta: Tensor, size: Sequence[Size], align: bool) -> None:
     """torch's argument checks, with its exception types and messages."""
     if not theta.is_floating_point():
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    shape = _fixed_shape(theta)
     if len(size) == 4:
-        if theta.dim() != 3 or theta.shape[-2] != 2 or theta.shape[-1] != 3:
+        if len(shape) != 3 or shape[-2:] != (2, 3):
             raise ValueError(
                 f"Expected a batch of 2D affine matrices of shape Nx2x3 for size {size}. Got {theta.shape}."
             )
     elif len(size) == 5:
-        if theta.dim() != 3 or theta.shape[-2] != 3 or theta.shape[-1] != 4:
+        if len(shape) != 3 or shape[-2:] != (3, 4):
             raise ValueError(
                 f"Expected a batch of 3D affine matrices of shape Nx3x4 for size {size}. Got {theta.shape}."
             )
@@ -69,6 +70,13 @@ def _check(theta: Tensor, size: Sequence[Size], align: bool) -> None:
         )
     elif min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+
+
+def _fixed_shape(theta: Tensor) -> Tuple[int, ...]:
+    """theta's shape as Python ints even while tracing: a transform's rank is fixed, not a graph value."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        return tuple(int(d) for d in theta.shape)
 
 
 def _base_grid(spatial: List[Size], align: bool, like: Tensor) -> Tensor:

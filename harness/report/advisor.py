@@ -75,6 +75,7 @@ class Advice:
     memory_ref: str
     why: str
     inapplicable: Tuple[Candidate, ...] = ()  # candidates none of whose cells could apply: not ranked
+    needs: Tuple[str, ...] = ()  # what a candidate needs of a model's other operators, one sentence each
 
     @property
     def pick(self) -> Optional[Candidate]:
@@ -210,9 +211,39 @@ def advise(frame: pd.DataFrame) -> List[Advice]:
                 mem_ref,
                 explain(ranked, lat_ref, mem_ref),
                 inapplicable,
+                operator_needs(group),
             )
         )
     return advice
+
+
+def operator_needs(group: pd.DataFrame) -> Tuple[str, ...]:
+    """For models that call more than one routed operator (a spatial transformer's affine_grid before its
+    grid_sample), each candidate's cells chose the other operators' strategies: say which choices it needs."""
+    models = group[group["operators"].fillna("") != ""]
+    needs = []
+    for (case, strategy, exporter), part in models.groupby(["case", "strategy", "exporter"], sort=True):
+        tried = part[~part["verdict"].isin([Verdict.NOT_APPLICABLE.value, *NOT_THE_STRATEGYS_FAULT])]
+        passing = set(tried.loc[tried["verdict"] == Verdict.PASS.value, "operators"])
+        failing = tried[~tried["operators"].isin(passing)]
+        if failing.empty:
+            continue
+        family, opset = str(part["family"].iloc[0]), int(part["opset"].iloc[0])
+        first = failing.iloc[0]
+        said = str(first["reason"] or "").split(". ")[0][:240]
+        why = f"{_choice(first['operators'])}: {first['verdict']}, {said}"
+        if passing:
+            chosen = " or ".join(sorted(_choice(p) for p in passing))
+            needs.append(f"{case}: {strategy} {family} ({exporter}) needs {chosen} at opset {opset} ({why})")
+        else:
+            needs.append(f"{case}: {strategy} {family} ({exporter}) fails whatever the other operators use ({why})")
+    return tuple(needs)
+
+
+def _choice(operators: str) -> str:
+    """ "affine_grid=custom" -> "the custom affine_grid"."""
+    parts = [pair.split("=", 1) for pair in str(operators).split(",") if "=" in pair]
+    return " and ".join(f"the {name} {family}" for family, name in parts)
 
 
 _NO_RATIOS = pd.DataFrame(columns=CANDIDATE + ["ratio", "ref_kind", "ref_label"])

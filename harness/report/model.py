@@ -79,6 +79,7 @@ class AdviceCard:
     memory_ref: str
     rows: Tuple[CandidateRow, ...]
     not_applicable: Tuple[str, ...]  # the distinct reasons given by the cells that could not apply
+    needs: Tuple[str, ...] = ()  # what a strategy needs of a model's other operators
 
 
 @dataclass(frozen=True)
@@ -225,6 +226,7 @@ def advice_card(advice: Advice, frame: pd.DataFrame, labels: Mapping[Tuple[str, 
         advice.memory_ref,
         rows,
         reasons[:MAX_FAILURES_SHOWN],
+        advice.needs,
     )
 
 

@@ -22,6 +22,7 @@ COLUMNS = (
     "case",
     "params",
     "strategy",
+    "operators",
     "reference",
     "portability",
     "opset",
@@ -56,6 +57,11 @@ def number(value: Any) -> Optional[float]:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+def operators_text(record: CellRecord) -> str:
+    """The strategies of the model's other operators, "affine_grid=custom"; empty for a one-operator case."""
+    return ",".join(f"{family}={name}" for family, name in sorted(record.operators.items()) if family != record.family)
+
+
 def flat_row(index: int, record: CellRecord) -> Dict[str, Any]:
     failed = record.failed_stage()
     row: Dict[str, Any] = {
@@ -65,6 +71,7 @@ def flat_row(index: int, record: CellRecord) -> Dict[str, Any]:
         "case": record.case,
         "params": record.params_key,
         "strategy": record.strategy,
+        "operators": operators_text(record),
         "reference": record.reference,
         "portability": record.portability or "unknown",
         "opset": record.opset,
