@@ -76,3 +76,14 @@ def test_environment_limits_keep_cells_out_and_say_why():
         "opsets above 13": "torch 1.8.1 exports opsets up to 13",
         "exporter dynamo": "torch 1.8.1 has no dynamo exporter",
     }
+
+
+def test_without_a_checkout_the_built_in_cases_are_missing_and_that_is_said(monkeypatch, tmp_path):
+    from harness.plan import registry
+
+    monkeypatch.setattr(registry, "BUILTIN_CASES_DIR", tmp_path / "no-checkout" / "cases")
+    with pytest.raises(UserError, match="runs from a checkout of the repository; .* --cases-dir DIR"):
+        registry.load_cases([])
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    assert registry.load_cases([str(mine)]) is not None  # your own cases still load without the built-in ones
