@@ -44,19 +44,7 @@ def test_tables_from_an_earlier_run(tmp_path):
     ]
     for name, records in (("main", main), ("sweep", sweep)):
         (tmp_path / f"torch2-{name}.json").write_text(json.dumps({"environment": env, "records": records}))
-    out = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "grid_sample_table.py"),
-            "--from",
-            str(tmp_path),
-            "--envs",
-            "torch2",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    out = _tables_from(tmp_path)
     row = next(line for line in out.splitlines() if "| ref |" in line)
     assert "torch2 (torch 2.13.0, ORT 1.32.0)" in row
     cells = [c.strip() for c in row.split("|")]
@@ -77,20 +65,15 @@ def test_tables_read_what_bench_op_writes(tmp_path):
     ]
     environment = {"python": "3.11.9", "torch": "2.13.0+cpu", "threads": 2, "onnxruntime": "1.32.0"}
     write_json(str(tmp_path / "torch2-main.json"), environment, records)
-    out = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "grid_sample_table.py"),
-            "--from",
-            str(tmp_path),
-            "--envs",
-            "torch2",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    out = _tables_from(tmp_path)
     row = next(line for line in out.splitlines() if "| fmap |" in line)
     cells = [c.strip() for c in row.split("|")]
     assert cells[1:8] == ["torch2 (torch 2.13.0, ORT 1.32.0)", "fmap", "1.00", "3.00~", "-", "3.00x", "2.00"]
     assert cells[8:11] == ["4.00", "-", "2.00x"]
+
+
+def _tables_from(folder):
+    """benchmarks/grid_sample_table.py re-printing the tables from a folder of bench-op JSON."""
+    script = str(ROOT / "benchmarks" / "grid_sample_table.py")
+    args = [sys.executable, script, "--from", str(folder), "--envs", "torch2"]
+    return subprocess.run(args, capture_output=True, text=True, check=True).stdout

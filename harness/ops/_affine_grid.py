@@ -15,21 +15,14 @@ from typing import List, Optional, Sequence, Tuple, Union
 import torch
 from torch import Tensor
 
-from harness.ops._grid_plan import exporting, tracing
+from harness.ops._grid_plan import exporting, resolve_align_corners, tracing
 
 Size = Union[int, Tensor]  # a Python int in eager mode, a 0-d int64 tensor while tracing, a SymInt in dynamo
 
 
 def affine_grid(theta: Tensor, size: Sequence[Size], align_corners: Optional[bool] = None) -> Tensor:
     """Drop-in for `torch.nn.functional.affine_grid` (4-D and 5-D sizes)."""
-    if align_corners is None:
-        warnings.warn(
-            "Default grid_sample and affine_grid behavior has changed to align_corners=False since 1.3.0. "
-            "Please specify align_corners=True if the old behavior is desired. See the documentation of "
-            "grid_sample for details.",
-            stacklevel=2,
-        )
-        align_corners = False
+    align_corners = resolve_align_corners(align_corners)
     _check(theta, size, bool(align_corners))
     batch, spatial = size[0], list(size[2:])
     dims = len(spatial)

@@ -40,6 +40,19 @@ class Plan:
         self.index_dtype = torch.int32 if narrow else torch.int64
 
 
+def resolve_align_corners(align_corners: Optional[bool]) -> bool:
+    """torch's default and its warning, for grid_sample and affine_grid alike; the warning names the caller's line."""
+    if align_corners is None:
+        warnings.warn(
+            "Default grid_sample and affine_grid behavior has changed to align_corners=False since 1.3.0. "
+            "Please specify align_corners=True if the old behavior is desired. See the documentation of "
+            "grid_sample for details.",
+            stacklevel=3,
+        )
+        return False
+    return bool(align_corners)
+
+
 # Export context ---------------------------------------------------------------------------------------
 
 

@@ -24,14 +24,13 @@ gathering and summing. Why it is shaped the way it is:
 
 from __future__ import annotations
 
-import warnings
 from typing import List, Optional, Sequence
 
 import torch
 from torch import Tensor
 
 from harness.ops._grid_coords import Size, axis
-from harness.ops._grid_plan import Plan, tracing
+from harness.ops._grid_plan import Plan, resolve_align_corners, tracing
 from harness.ops._grid_taps import Corners, Reader, combine, cubic_rows, loop_sum, numel, weighted
 
 MODES = ("bilinear", "nearest", "bicubic")
@@ -52,14 +51,7 @@ def grid_sample(
 ) -> Tensor:
     """Drop-in for `torch.nn.functional.grid_sample` (4-D and 5-D, every mode and padding)."""
     _check_modes(mode, padding_mode)
-    if align_corners is None:
-        warnings.warn(
-            "Default grid_sample and affine_grid behavior has changed to align_corners=False since 1.3.0. "
-            "Please specify align_corners=True if the old behavior is desired. See the documentation of "
-            "grid_sample for details.",
-            stacklevel=2,
-        )
-        align_corners = False
+    align_corners = resolve_align_corners(align_corners)
     _check_tensors(input, grid, mode)
     out_dtype = input.dtype
     if out_dtype in _REDUCED:
