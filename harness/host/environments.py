@@ -12,6 +12,9 @@ from typing import Any, Dict, List, Optional, Tuple
 from harness.errors import UserError
 
 ENV_DIR = Path(__file__).resolve().parents[2] / "environments"
+# Where an environment's pins must exist as wheels; harness.host.pins maps each to pip's platform tags.
+PLATFORMS = ("linux_x86_64", "win_amd64", "linux_aarch64")
+DEFAULT_PLATFORMS = ("linux_x86_64",)
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,7 @@ class Environment:
     extra_index_urls: Tuple[str, ...] = ()
     device: str = "cpu"
     default: bool = True
+    platforms: Tuple[str, ...] = DEFAULT_PLATFORMS
     source: str = field(default="", compare=False)
 
     def pin(self, package: str) -> Optional[str]:
@@ -97,8 +101,19 @@ def load_environment(path: Path) -> Environment:
         extra_index_urls=tuple(data.get("extra_index_urls", ())),
         device=data.get("device", "cpu"),
         default=bool(data.get("default", True)),
+        platforms=_platforms(path, data),
         source=str(path),
     )
+
+
+def _platforms(path: Path, data: Dict[str, Any]) -> Tuple[str, ...]:
+    platforms = data.get("platforms", list(DEFAULT_PLATFORMS))
+    if not isinstance(platforms, list) or not platforms or any(p not in PLATFORMS for p in platforms):
+        raise UserError(
+            f"{path}: platforms = {platforms!r} is not a list of known platforms; "
+            f'write a list of {", ".join(PLATFORMS)}, like platforms = ["linux_x86_64"]'
+        )
+    return tuple(dict.fromkeys(platforms))
 
 
 def load_environments(folder: Path = ENV_DIR, device: str = "cpu") -> List[Environment]:
