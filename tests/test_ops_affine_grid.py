@@ -207,3 +207,31 @@ def test_dynamo_export_runs_in_onnxruntime_at_other_shapes(rank, align):
     if reason:
         pytest.skip(reason)
     _export_and_check(rank, align, 18, "dynamo")
+
+
+class _ThetaFromInput(torch.nn.Module):
+    """theta computed from the input, as a localisation net does: its batch is the input's, symbolically."""
+
+    def forward(self, x):
+        identity = torch.tensor([1.0, 0.0, 0.0, 0.0, 1.0, 0.0])
+        theta = (x.flatten(1)[:, :6] * 0.1 + identity).view(-1, 2, 3)
+        return affine_grid(theta, x.size(), align_corners=False)
+
+
+def test_dynamo_keeps_a_batch_that_theta_derives_from_the_input_dynamic():
+    reason = dynamo_available()
+    if reason:
+        pytest.skip(reason)
+    model = _ThetaFromInput()
+    blob = export_onnx(
+        model,
+        (torch.rand(2, 1, 6, 7),),
+        opset=18,
+        exporter="dynamo",
+        input_names=["input"],
+        output_names=["grid"],
+        dynamic_axes={"input": {0: "batch"}, "grid": {0: "batch"}},
+    )
+    x3 = torch.rand(3, 1, 6, 7)
+    (grid,) = OrtSession(blob, "cpu", threads=1).run([x3])
+    assert _max_diff(torch.from_numpy(grid), model(x3)) <= 1e-6

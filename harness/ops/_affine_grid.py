@@ -66,10 +66,13 @@ def _check(theta: Tensor, size: Sequence[Size], align: bool) -> None:
 
 
 def _fixed_shape(theta: Tensor) -> Tuple[int, ...]:
-    """theta's shape as Python ints even while tracing: a transform's rank is fixed, not a graph value."""
+    """theta's rank and matrix shape as Python ints even while tracing (a transform's shape is fixed, not a graph
+    value); its batch is left alone, so torch.export keeps a dynamic batch dynamic."""
+    if theta.dim() != 3:
+        return tuple(range(theta.dim()))  # the wrong rank is all the check needs to know
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", torch.jit.TracerWarning)
-        return tuple(int(d) for d in theta.shape)
+        return (-1, int(theta.shape[1]), int(theta.shape[2]))
 
 
 def _base_grid(spatial: List[Size], align: bool, like: Tensor) -> Tensor:
