@@ -30,7 +30,7 @@ def theta_inputs(params: Dict[str, Any], shape: Dict[str, int], gen: torch.Gener
     return theta, torch.zeros(n, 3, *spatial)
 
 
-def _register(name: str, rank: int, dynamic: Dict[int, str]) -> None:
+def _register(name: str, rank: int, dynamic: Dict[int, str], **axes: Any) -> None:
     def factory(params: Dict[str, Any], op: Any) -> nn.Module:
         return AffineGrid(op, params["align_corners"])
 
@@ -43,10 +43,12 @@ def _register(name: str, rank: int, dynamic: Dict[int, str]) -> None:
         shapes=SHAPES,
         input_names=("theta", "x"),
         dynamic_axes={"theta": {0: "n"}, "x": {0: "n", **dynamic}, "output": {0: "n"}},
-        opsets=(11, 13, 16, 17, 20),
         tags=("op",),
+        **axes,
     )(factory)
 
 
-_register("affine_grid_op", 4, {2: "h", 3: "w"})
-_register("affine_grid_op_3d", 5, {2: "d", 3: "h", 4: "w"})
+_register("affine_grid_op", 4, {2: "h", 3: "w"}, exporters=("torchscript",), opsets=(11, 13, 16, 17, 20))
+_register("affine_grid_op_3d", 5, {2: "d", 3: "h", 4: "w"}, exporters=("torchscript",), opsets=(11, 13, 16, 17, 20))
+# dynamo writes opset 18 (below it, it converts down or drifts): its own opset and the newest, dynamic sizes
+_register("affine_grid_op_dynamo", 4, {2: "h", 3: "w"}, exporters=("dynamo",), shape_modes=("dynamic",), opsets=(18,))

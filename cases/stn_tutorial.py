@@ -49,18 +49,37 @@ def mnist_inputs(params: Dict[str, Any], shape: Dict[str, int], gen: torch.Gener
     return (torch.rand(shape["N"], 1, 28, 28, generator=gen),)
 
 
-@register_case(
-    "stn_tutorial",
+COMMON = dict(
     family="grid_sample",
     inputs=mnist_inputs,
     params=({"affine_grid": "native"}, {"affine_grid": "custom"}),
     shapes=({"N": 2}, {"N": 1}, {"N": 3}),
     input_names=("input",),
     dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
-    opsets=(11, 13, 16, 20),  # below GridSample, its first opset, and affine_grid_generator's first; the newest added
     operators=("affine_grid",),
+)
+
+
+@register_case(
+    "stn_tutorial",
+    exporters=("torchscript",),
+    opsets=(11, 13, 16, 20),  # below GridSample, its first opset, and affine_grid_generator's first; the newest added
     tags=("model", "stn", "unmodified"),
+    **COMMON,
 )
 def stn_tutorial(params: Dict[str, Any], op: Any) -> nn.Module:
     """PyTorch's STN tutorial model as written: F.affine_grid then F.grid_sample, run through the strategies."""
+    return TutorialSTN()
+
+
+@register_case(
+    "stn_tutorial_dynamo",
+    exporters=("dynamo",),
+    shape_modes=("dynamic",),
+    opsets=(18,),  # the dynamo exporter's own opset (below it, it converts down or drifts); the newest added
+    tags=("model", "stn", "unmodified", "exporter"),
+    **COMMON,
+)
+def stn_tutorial_dynamo(params: Dict[str, Any], op: Any) -> nn.Module:
+    """The tutorial STN through the dynamo exporter with a dynamic batch."""
     return TutorialSTN()
