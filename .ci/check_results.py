@@ -105,8 +105,6 @@ def main():
             both and all(r["verdict"] == want for r in both),
             f"torch1.8 tutorial STN, {strategy} grid_sample with the custom affine_grid: {want}",
         )
-    flow = [r for r in t2 if r["family"] == "control_flow"]
-    expect(all(r["reference"] == "eager" for r in flow), "control_flow records name eager as their reference")
     return 1 if failures else 0
 
 

@@ -94,6 +94,7 @@ def test_tracing_freezes_the_branch_and_the_variant_shows_it():
     assert record["verdict"] == "mismatch", record
     assert "input variant 1" in record["reason"]
     assert record["eager_parity"]["max_abs"] == 0.0  # eager is right; the frozen graph is not
+    assert record["reference"] == "eager"  # what it was compared against, named in the record for the page
 
 
 @pytest.mark.parametrize("strategy, op_type", [("scripted", "If"), ("arithmetic", "Where")])
