@@ -26,7 +26,8 @@ from harness.run.pool import Outcome, WorkerConfig, WorkerPool, now_iso
 from harness.run.progress import Progress
 from harness.run.selection import load_selection
 from harness.run.writer import ResultsWriter, code_hash, resume_key
-from harness.strategies import get_strategy, reference_strategy
+from harness.strategies import get_strategy, strategies_for
+from harness.worker.executor import blank_record
 from harness.worker.fingerprint import EnvInfo
 
 
@@ -174,8 +175,6 @@ STEPS: Sequence[Step] = (load, discover, expand_cells, drop_done, split_applicab
 
 
 def _strategies_of(family: str) -> List[str]:
-    from harness.strategies import strategies_for
-
     return [s.name for s in strategies_for(family)]
 
 
@@ -201,16 +200,7 @@ def _done_keys(path: Path) -> set:
 
 
 def _new_record(run: Run, cell: CellSpec, verdict: Verdict, reason: Optional[str]) -> CellRecord:
-    strategy = get_strategy(cell.family, cell.strategy)
-    return cell.record(
-        run.env.fingerprint,
-        verdict,
-        reference=reference_strategy(cell.family).name,
-        portability=strategy.portability.value,
-        tags=run.cases[cell.case].tags,
-        operators=run.cases[cell.case].operators,
-        reason=reason,
-    )
+    return blank_record(cell, run.cases[cell.case], run.env.fingerprint, verdict, reason)
 
 
 def _emit(run: Run, outcome: Outcome, ran: bool) -> None:

@@ -3,15 +3,31 @@
 from __future__ import annotations
 
 import traceback
-from typing import Sequence
+from typing import Optional, Sequence
 
-from harness.plan.registry import get_case, load_cases
+from harness.plan.registry import Case, get_case, load_cases
 from harness.plan.spec import CellSpec
-from harness.record import CellRecord, Verdict
+from harness.record import CellRecord, Fingerprint, Verdict
 from harness.strategies import get_strategy, reference_strategy
 from harness.worker.fingerprint import collect
 from harness.worker.options import Options
 from harness.worker.pipeline import run_cell
+
+
+def blank_record(
+    cell: CellSpec, case: Case, fingerprint: Fingerprint, verdict: Verdict, reason: Optional[str] = None
+) -> CellRecord:
+    """A cell's record before any stage: who it is, where it runs, against which reference. The worker fills it
+    in; the parent uses it for the cells no worker answers (not applicable, crashed, timed out)."""
+    return cell.record(
+        fingerprint,
+        verdict,
+        reference=reference_strategy(cell.family).name,
+        portability=get_strategy(cell.family, cell.strategy).portability.value,
+        tags=case.tags,
+        operators=case.operators,
+        reason=reason,
+    )
 
 
 class CellExecutor:
@@ -39,12 +55,4 @@ class CellExecutor:
         return run_cell(self.blank(cell, Verdict.PASS), cell, case, strategy, reference, self.options)
 
     def blank(self, cell: CellSpec, verdict: Verdict) -> CellRecord:
-        """The cell's record before any stage: who it is, where it runs, against which reference."""
-        return cell.record(
-            self.env.fingerprint,
-            verdict,
-            reference=reference_strategy(cell.family).name,
-            portability=get_strategy(cell.family, cell.strategy).portability.value,
-            tags=get_case(cell.case).tags,
-            operators=get_case(cell.case).operators,
-        )
+        return blank_record(cell, get_case(cell.case), self.env.fingerprint, verdict)

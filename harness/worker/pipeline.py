@@ -187,8 +187,8 @@ def _run_stage(spec: StageSpec, state: CellState) -> Tuple[Stage, Optional[Tuple
         return stage, (found.verdict, f"{spec.name}: {found.message}"), False
     except Exception as exc:  # third-party code raised: the stage's verdict, with its message
         seconds = round(time.perf_counter() - start, 6)
-        if spec.verdict == Verdict.HARNESS_ERROR and spec.fatal:
-            state.found["traceback"] = traceback.format_exc()[-4000:]
+        if spec.verdict == Verdict.HARNESS_ERROR:  # our bug (or the case's): its traceback, the first one
+            state.found.setdefault("traceback", traceback.format_exc()[-4000:])
         stage = Stage(spec.name, "failed", type(exc).__name__, _message(exc), seconds)
         return stage, (spec.verdict, f"{spec.name}: {type(exc).__name__}: {_first_line(exc)}"), spec.fatal
     return Stage(spec.name, "ok", seconds=round(time.perf_counter() - start, 6)), None, False
