@@ -123,10 +123,20 @@ class ExportInfo:
 
 @dataclass(frozen=True)
 class Runtime:
-    """What judged the exported graph: the exporting environment's onnxruntime unless a replay says otherwise."""
+    """What judged the exported graph: the exporting environment's onnxruntime, or the runtime environment a
+    replay ran in (`env` names it; None for the exporting environment itself)."""
 
-    name: str
+    name: str  # onnxruntime, openvino
     version: Optional[str]
+    env: Optional[str] = None
+    python: Optional[str] = None
+    platform: Optional[str] = None
+    providers: Tuple[str, ...] = ()  # onnxruntime's execution providers, OpenVINO's device
+
+    @property
+    def label(self) -> str:
+        """How the page names it: "onnxruntime 1.14.1"; an exporting cell and a replay of one version agree."""
+        return f"{self.name} {self.version}" if self.version else self.name
 
 
 @dataclass(frozen=True)
@@ -161,6 +171,7 @@ class CellRecord:
     operators: Dict[str, str] = field(default_factory=dict)  # family -> strategy, for models of several operators
     runtime: Runtime = Runtime("onnxruntime", None)
     precision: str = "fp32"
+    artifact: str = ""  # digest of the stored graph and its samples (harness.artifacts), "" when none was kept
     portability: str = "standard"
     tags: Tuple[str, ...] = ()
     # where and when
@@ -316,6 +327,15 @@ def _targets(kind: Callable[..., Any], value: Any) -> Dict[str, Any]:
     return {t: p for t, p in parts.items() if p is not None}
 
 
+def _runtime(value: Any) -> Runtime:
+    if not isinstance(value, dict):
+        return Runtime("onnxruntime", None)
+    providers = value.get("providers") or []
+    if not isinstance(providers, list) or not all(isinstance(p, str) for p in providers):
+        raise RecordError("Runtime.providers should be a list of strings", kind="malformed")
+    return _part(Runtime, dict(value, providers=tuple(providers)))
+
+
 def _typed(data: Dict[str, Any]) -> CellRecord:
     for key, shape in SHAPES:
         if data.get(key) is not None and not isinstance(data[key], shape):
@@ -333,7 +353,7 @@ def _typed(data: Dict[str, Any]) -> CellRecord:
         export=None
         if not isinstance(export, dict)
         else _part(ExportInfo, dict(export, domains=tuple(export.get("domains") or ()))),
-        runtime=_part(Runtime, data.get("runtime")) or Runtime("onnxruntime", None),
+        runtime=_runtime(data.get("runtime")),
         fingerprint=Fingerprint.from_json(data.get("fingerprint") or {}),
         tags=tuple(str(t) for t in data.get("tags") or ()),
         ort_providers=tuple(data.get("ort_providers") or ()),
