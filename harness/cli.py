@@ -1,4 +1,4 @@
-"""`python -m harness run|list|report|bench-op`: one argparse tree; each world adds its own subcommand's flags.
+"""`python -m harness run|replay|list|report|bench-op`: one argparse tree; each world adds its own subcommand's flags.
 
 A command returns an exit code (harness.errors.ExitCode); a UserError becomes one line on stderr and exit 2.
 """
@@ -51,7 +51,45 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--no-memory", action="store_true", help="skip the peak-memory stage")
     run.add_argument("--latency-budget", type=float, default=0.03, help="seconds of timing per target (default 0.03)")
     run.add_argument("--tensorrt", action="store_true", help="prefer onnxruntime's TensorRT provider on cuda")
+    run.add_argument("--artifacts", default="artifacts", help="keep each exported graph and its samples here")
+    run.add_argument("--no-artifacts", action="store_true", help="keep no graphs (nothing to replay later)")
     run.add_argument("--quiet", action="store_true", help="no progress bar; the summary only")
+
+
+def add_replay_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--artifacts", default="artifacts", help="the folder `harness run` kept the graphs in")
+    p.add_argument("--runtime", default=None, help="this runtime environment's name (default: $HARNESS_RUNTIME)")
+    p.add_argument("--runtime-kind", default=None, help="onnxruntime or openvino (default: the one installed here)")
+    p.add_argument("--device", default="cpu", help="cpu, or cuda for a GPU runtime (default cpu)")
+    p.add_argument("--from-env", type=_csv, default=[], help="only graphs exported in these environments")
+    p.add_argument("--case", type=_csv, default=[], help="case names, comma-separated")
+    p.add_argument("--family", type=_csv, default=[], help="families (grid_sample, resize, ...)")
+    p.add_argument("--strategy", type=_csv, default=[], help="strategies (native, custom, mmcv, contrib, naive)")
+    p.add_argument("--results-dir", default="results", help="folder of the results files (default: results)")
+    p.add_argument(
+        "--out", default=None, help="results file (default: RESULTS_DIR/replay-RUNTIME[.shard-I-of-N].jsonl)"
+    )
+    p.add_argument("--shard", default=None, metavar="I/N", help="judge the I-th of N deterministic slices")
+    p.add_argument("--rerun", action="store_true", help="judge graphs again even when a record exists")
+    p.add_argument("--jobs", type=int, default=1, help="replay worker processes (default 1)")
+    p.add_argument("--threads", type=int, default=2, help="the runtime's threads (default 2, as the exporting cells)")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds a graph may take (default 120)")
+    p.add_argument("--memory-limit-mb", type=int, default=None, help="data-segment limit per worker")
+    p.add_argument("--no-latency", action="store_true", help="skip the latency stage")
+    p.add_argument("--no-memory", action="store_true", help="skip the peak-memory stage")
+    p.add_argument(
+        "--latency-budget",
+        type=float,
+        default=0.01,
+        help="seconds of timing per graph (default 0.01: a third of a cell's)",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bar; the summary only")
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from harness.replay.steps import replay_command
+
+    return replay_command(args)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -83,9 +121,10 @@ def build_parser() -> argparse.ArgumentParser:
     from harness.report import cli as report_cli
 
     parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{run,list,report,bench-op}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{run,replay,list,report,bench-op}")
     commands: List[Tuple[str, str, Callable[[argparse.ArgumentParser], Any], Callable[[argparse.Namespace], int]]] = [
         ("run", "run the matrix's cells in this environment and append their records", add_run_arguments, _run),
+        ("replay", "judge stored graphs again in this runtime environment (no torch)", add_replay_arguments, _replay),
         ("list", "list the cases, strategies, cells and this environment's limits", _add_list_arguments, _list),
         ("report", "render the HTML page from results files (no torch needed)", report_cli.add_arguments, _report),
         ("bench-op", "benchmark grid_sample implementations side by side", bench_cli.add_arguments, _bench),

@@ -97,7 +97,8 @@ def test_a_non_fatal_raise_keeps_its_verdict_and_later_stages_run(monkeypatch):
 
 
 def test_opset_drift_is_a_finding_of_the_opset_stage():
-    state = pipeline.CellState(_cell(opset=13), _case(), CUSTOM, NATIVE, OPTS)
+    blank = _cell(opset=13).record(ENV.fingerprint, Verdict.PASS, reference="native", portability="standard", tags=())
+    state = pipeline.CellState(_cell(opset=13), _case(), CUSTOM, NATIVE, OPTS, blank)
     pipeline.build(state)
     pipeline.export(state)  # the graph is written at opset 13
     state.cell = _cell(opset=12)  # as though 12 had been asked for

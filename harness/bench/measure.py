@@ -13,11 +13,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
+from harness.judge.measure import Measurement, peak_rss_of, time_callable
 from harness.plan.spec import CellSpec
 from harness.record import canonical_params
 from harness.strategies import Strategy, get_strategy
 from harness.worker.fingerprint import EnvInfo, max_opset
-from harness.worker.measure import Measurement, peak_rss_of, time_callable
 
 # bench-op's JSON is its own format, read by benchmarks/grid_sample_table.py, not a cell record's schema.
 BENCH_FORMAT_VERSION = 1
@@ -287,7 +287,7 @@ def _dynamic_axes(rank: int) -> Dict[str, Dict[int, str]]:
 
 def _ort_runners(blob: bytes, case: BenchCase) -> Runners:
     try:
-        from harness.worker.session import OrtSession
+        from harness.judge.session import OrtSession
 
         timed = OrtSession(blob, "cpu", case.config.threads)
         lean = OrtSession(blob, "cpu", case.config.threads, arena=False)

@@ -1,4 +1,5 @@
-"""Which strategy to use, for each environment, opset, device and family: pure functions over the cell table.
+"""Which strategy to use, for each environment, deployment runtime, opset, device and family: pure functions over
+the cell table (harness.report.runtimes.judged: every cell as each runtime judged it).
 
 A candidate is a strategy with an exporter. The combinations a user may need are every (case, params,
 shape mode, dtype) seen in the group. Candidates rank, in order, by:
@@ -6,7 +7,7 @@ shape mode, dtype) seen in the group. Candidates rank, in order, by:
   2. portability: standard ONNX, then an onnxruntime contrib op, then a custom domain;
   3. latency: geometric mean of the ratio to the reference (see costs.py) over the candidate's passing cells,
      taking only the cells measured against the best reference the group has (the family's reference strategy
-     in onnxruntime if any);
+     in the same runtime if any);
   4. peak memory, the same way;
 then by name, so the order is stable.
 """
@@ -23,7 +24,7 @@ from harness.record import Verdict, portability_rank, portability_short
 from harness.report.costs import best_reference_only, format_ratio, geomean, main_kind, with_ratios
 from harness.report.vocab import NOT_THE_STRATEGYS_FAULT
 
-GROUP = ["env", "opset", "device", "family"]
+GROUP = ["env", "runtime", "opset", "device", "family"]
 COMBO = ["case", "params", "shape_mode", "dtype"]
 CANDIDATE = ["strategy", "exporter"]
 
@@ -48,7 +49,7 @@ class Candidate:
     failures: Tuple[Failure, ...]
     latency: Optional[float]  # geometric mean ratio to the reference
     memory: Optional[float]
-    latency_s: Optional[float]  # geometric mean of onnxruntime medians over all passing cells
+    latency_s: Optional[float]  # geometric mean of the runtime's medians over all passing cells
     memory_bytes: Optional[float]
 
     @property
@@ -76,14 +77,16 @@ class Advice:
     why: str
     inapplicable: Tuple[Candidate, ...] = ()  # candidates none of whose cells could apply: not ranked
     needs: Tuple[str, ...] = ()  # what a candidate needs of a model's other operators, one sentence each
+    runtime: str = ""  # the deployment runtime's label ("onnxruntime 1.14.1")
+    home: bool = True  # whether that is the environment's own runtime (its exporting cells judged the graphs)
 
     @property
     def pick(self) -> Optional[Candidate]:
         return self.ranked[0] if self.ranked and self.ranked[0].passed else None
 
     @property
-    def key(self) -> Tuple[str, int, str, str]:
-        return (self.env, self.opset, self.device, self.family)
+    def key(self) -> Tuple[str, str, int, str, str]:
+        return (self.env, self.runtime, self.opset, self.device, self.family)
 
 
 def _coarse(ratio: Optional[float]) -> float:
@@ -137,8 +140,8 @@ def candidates(group: pd.DataFrame, lat: pd.DataFrame, mem: pd.DataFrame) -> Lis
                 failures=tuple(failures),
                 latency=lat_ratio.get(key),
                 memory=mem_ratio.get(key),
-                latency_s=geomean(passing["lat_ort"].dropna()),
-                memory_bytes=geomean(passing["mem_ort"].dropna()),
+                latency_s=geomean(passing["lat_rt"].dropna()),
+                memory_bytes=geomean(passing["mem_rt"].dropna()),
             )
         )
     return found
@@ -188,7 +191,7 @@ def explain(ranked: Sequence[Candidate], latency_ref: str = "", memory_ref: str 
 
 
 def advise(frame: pd.DataFrame) -> List[Advice]:
-    """The ranked candidates of every (environment, opset, device, family) in the table."""
+    """The ranked candidates of every (environment, runtime, opset, device, family) in the table."""
     lat = _by_group(best_reference_only(with_ratios(frame, "latency"), GROUP))
     mem = _by_group(best_reference_only(with_ratios(frame, "memory"), GROUP))
     advice = []
@@ -199,7 +202,7 @@ def advise(frame: pd.DataFrame) -> List[Advice]:
         ranked = rank([c for c in found if not never_applies(c)])
         inapplicable = tuple(rank([c for c in found if never_applies(c)]))
         lat_ref, mem_ref = main_kind(group_lat["ref_label"]), main_kind(group_mem["ref_label"])
-        env, opset, device, family = key
+        env, runtime, opset, device, family = key
         advice.append(
             Advice(
                 str(env),
@@ -212,6 +215,8 @@ def advise(frame: pd.DataFrame) -> List[Advice]:
                 explain(ranked, lat_ref, mem_ref),
                 inapplicable,
                 operator_needs(group),
+                str(runtime),
+                bool((group["home"] == runtime).any()),
             )
         )
     return advice

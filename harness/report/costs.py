@@ -1,8 +1,9 @@
 """Latency and memory relative to a reference: the numbers behind the charts, the advisor and the upgrade view.
 
-A cell's cost is its onnxruntime measurement. Its reference, for the same environment, case, parameters, opset,
-shape mode, device and dtype, is the first that exists of:
-  1. the family's reference strategy (each record names it) passing in onnxruntime;
+A cell's cost is its measurement in the runtime that judged it (onnxruntime, or OpenVINO for its replays). Its
+reference, for the same environment, runtime, case, parameters, opset, shape mode, device and dtype, is the
+first that exists of:
+  1. the family's reference strategy (each record names it) passing in that runtime;
   2. the reference run eagerly in PyTorch: its own cells' eager timing, else the "reference" target the other
      strategies' cells measured beside their own (the median of them);
   3. the cheapest passing strategy there.
@@ -18,7 +19,7 @@ import pandas as pd
 
 from harness.record import Verdict
 
-REFERENCE_KEY = ["env", "case", "params", "opset", "shape_mode", "device", "dtype"]
+REFERENCE_KEY = ["env", "runtime", "case", "params", "opset", "shape_mode", "device", "dtype"]
 # The kinds of reference, best first.
 REFERENCE_ORT, REFERENCE_EAGER, CHEAPEST = "reference ORT", "reference eager", "cheapest strategy"
 REFERENCE_KINDS = (REFERENCE_ORT, REFERENCE_EAGER, CHEAPEST)
@@ -26,10 +27,13 @@ METRICS = {"latency": "lat", "memory": "mem"}
 PASS = Verdict.PASS.value
 
 
-def reference_label(kind: str, reference: str) -> str:
+RUNTIME_SHORT = {"onnxruntime": "ORT", "openvino": "OpenVINO"}
+
+
+def reference_label(kind: str, reference: str, runtime_name: str = "onnxruntime") -> str:
     """A kind of reference named after the family's reference: "native ORT", "native eager", "eager PyTorch"."""
     if kind == REFERENCE_ORT:
-        return f"{reference} ORT"
+        return f"{reference} {RUNTIME_SHORT.get(runtime_name, runtime_name)}"
     if kind == REFERENCE_EAGER:
         return "eager PyTorch" if reference == "eager" else f"{reference} eager"
     return kind
@@ -45,10 +49,10 @@ def references(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
     prefix = METRICS[metric]
     own = frame[frame["strategy"] == frame["reference"]]
     choices = [
-        (REFERENCE_ORT, own[own["verdict"] == PASS].groupby(REFERENCE_KEY)[prefix + "_ort"].min()),
+        (REFERENCE_ORT, own[own["verdict"] == PASS].groupby(REFERENCE_KEY)[prefix + "_rt"].min()),
         (REFERENCE_EAGER, own.groupby(REFERENCE_KEY)[prefix + "_eager"].min()),
         (REFERENCE_EAGER, frame.groupby(REFERENCE_KEY)[prefix + "_reference"].median()),
-        (CHEAPEST, frame[frame["verdict"] == PASS].groupby(REFERENCE_KEY)[prefix + "_ort"].min()),
+        (CHEAPEST, frame[frame["verdict"] == PASS].groupby(REFERENCE_KEY)[prefix + "_rt"].min()),
     ]
     parts = []
     for kind, series in choices:
@@ -63,7 +67,7 @@ def references(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 def with_ratios(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
     """The passing cells that were measured, each with `ratio` to its reference, its kind and its label."""
-    column = METRICS[metric] + "_ort"
+    column = METRICS[metric] + "_rt"
     measured = frame[(frame["verdict"] == PASS) & frame[column].notna() & (frame[column] > 0)]
     if measured.empty:
         return measured.assign(
@@ -74,7 +78,9 @@ def with_ratios(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
         )
     refs = references(frame, metric)
     joined = measured.merge(refs, on=REFERENCE_KEY, how="inner")
-    labels = [reference_label(k, r) for k, r in zip(joined["ref_kind"], joined["reference"])]
+    labels = [
+        reference_label(k, r, n) for k, r, n in zip(joined["ref_kind"], joined["reference"], joined["runtime_name"])
+    ]
     labels = pd.Series(labels, index=joined.index, dtype=object)
     return joined.assign(ratio=joined[column] / joined["ref"], ref_label=labels)
 

@@ -1,7 +1,7 @@
 """The data the page's script draws the matrix, the cell details and the upgrade view from.
 
 Compact on purpose, since a page holds thousands of cells: each cell is a short array of indices into shared
-lists, and repeated error messages and fingerprints are stored once.
+lists, and repeated error messages, fingerprints and runtimes are stored once.
 """
 
 from __future__ import annotations
@@ -11,12 +11,13 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import pandas as pd
 
-from harness.record import PORTABILITY_LABELS, PORTABILITY_SHORT, CellRecord, Fingerprint, portability_label
-from harness.report.upgrade import Side, UpgradeDiff
+from harness.record import PORTABILITY_LABELS, PORTABILITY_SHORT, CellRecord, portability_label
+from harness.report.details import Interned, detail, link_replays
+from harness.report.runtimes import CELL, homes, ladder
+from harness.report.upgrade import KINDS, Side, UpgradeDiff
 from harness.report.vocab import (
     CELL_DIMS,
     DIM_LABEL,
-    FINGERPRINT_COLUMNS,
     PIVOTS,
     VERDICTS,
     family_sort_key,
@@ -25,24 +26,6 @@ from harness.report.vocab import (
     strategy_sort_key,
     varying_keys,
 )
-
-PARITY_KEYS = ("max_abs", "max_rel", "atol", "rtol", "min_passing_atol", "shapes_checked")
-MAX_MESSAGE = 8000  # characters of one error message kept on the page; results.json keeps them whole
-
-
-class _Interned:
-    """A list of distinct values, each referred to by its position."""
-
-    def __init__(self) -> None:
-        self.values: List[Any] = []
-        self._index: Dict[str, int] = {}
-
-    def add(self, value: Any) -> int:
-        key = json.dumps(value, sort_keys=True, default=str)
-        if key not in self._index:
-            self._index[key] = len(self.values)
-            self.values.append(value)
-        return self._index[key]
 
 
 def row_order(frame: pd.DataFrame, labels: Mapping[Tuple[str, str], str]) -> List[Tuple[str, str, str]]:
@@ -83,78 +66,20 @@ def row_labels(records: Sequence[CellRecord]) -> Dict[Tuple[str, str], str]:
     return labels
 
 
-def _message(text: Any) -> Optional[str]:
-    if text is None:
-        return None
-    text = str(text)
-    return (
-        text
-        if len(text) <= MAX_MESSAGE
-        else text[:MAX_MESSAGE] + f" … ({len(text) - MAX_MESSAGE} more characters in results.json)"
-    )
-
-
-def _number(value: Any) -> Any:
-    # The page's script does arithmetic on these: anything else a file holds there is shown as unknown.
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def fingerprint_shown(fingerprint: Fingerprint) -> Dict[str, Any]:
-    """The fingerprint as the details panel lists it: the contract's keys, then whatever else was recorded."""
-    data = fingerprint.to_json()
-    data["ort_providers"] = ", ".join(data["ort_providers"]) or None
-    shown = {k: data[k] for k in FINGERPRINT_COLUMNS}
-    shown.update((k, v) for k, v in data.items() if k not in shown and v is not None)
-    return shown
-
-
-def detail(record: CellRecord, strings: _Interned, fingerprints: _Interned) -> Dict[str, Any]:
-    """Everything the details panel shows for one cell."""
-    stages = [
-        [
-            s.name,
-            s.outcome,
-            _number(s.seconds),
-            s.error_type,
-            None if s.message is None else strings.add(_message(s.message)),
-        ]
-        for s in record.stages
-    ]
-    latency = {
-        t: [_number(m.median_s), _number(m.iqr_s), _number(m.samples), _number(m.threads), bool(m.noisy)]
-        for t, m in record.latency.items()
-    }
-    memory = {t: [_number(m.peak_bytes), m.method] for t, m in record.memory.items()}
-    export: Optional[Dict[str, Any]] = None
-    if record.export is not None:
-        ops = sorted(([str(k), _number(v)] for k, v in record.export.op_types.items()), key=lambda kv: -(kv[1] or 0))
-        export = {
-            "nodes": _number(record.export.nodes),
-            "bytes": _number(record.export.bytes),
-            "domains": [str(d) for d in record.export.domains],
-            "ops": ops[:12],
-        }
-    parity = record.parity
-    return {
-        "st": stages,
-        "ao": _number(record.actual_opset),
-        "r": None if record.reason is None else strings.add(_message(record.reason)),
-        "p": {k: _number(getattr(parity, k)) for k in PARITY_KEYS} if parity else None,
-        "l": latency,
-        "m": memory,
-        "x": export,
-        "f": fingerprints.add(fingerprint_shown(record.fingerprint)),
-        "t": [record.started_at, record.finished_at, _number(record.wall_s)],
-        "id": [record.run_id, record.cell_id, record.harness_version],
-        "tags": list(record.tags),
-    }
-
-
 def _dim_values(frame: pd.DataFrame, envs: Sequence[str]) -> Dict[str, List[Any]]:
-    values: Dict[str, List[Any]] = {"env": list(envs)}
-    for dim in CELL_DIMS[1:]:
-        values[dim] = sorted(set(frame[dim].tolist()), key=lambda v: (isinstance(v, str), v))
+    values: Dict[str, List[Any]] = {"env": list(envs), "runtime": ladder(frame["runtime"])}
+    for dim in CELL_DIMS:
+        if dim not in values:
+            values[dim] = sorted(set(frame[dim].tolist()), key=lambda v: (isinstance(v, str), v))
     return values
+
+
+def origins(frame: pd.DataFrame) -> List[Optional[int]]:
+    """For each record, the exporting record of its cell (itself for an exporting one; None if not loaded)."""
+    keys = list(zip(*(frame[c] for c in CELL)))
+    own = frame["own"].astype(bool).tolist()
+    exporting = {key: i for i, (key, is_own) in enumerate(zip(keys, own)) if is_own}
+    return [exporting.get(key) for key in keys]
 
 
 def _side(side: Side) -> List[Any]:
@@ -168,41 +93,70 @@ def _upgrade_entry(d: UpgradeDiff) -> Dict[str, Any]:
         "counts": d.counts,
         "gains": list(d.gains),
         "switches": [[s.family, s.opset, s.device, _side(s.old), _side(s.new), s.changed, s.gain] for s in d.switches],
-        "changes": [[c.kind, c.old_idx, c.new_idx, None if c.ratio is None else round(c.ratio, 4)] for c in d.changes],
+        "groups": [
+            [g.family, g.strategy, g.kind, [[c.old_idx, c.new_idx, _round(c.ratio)] for c in g.changes]]
+            for g in d.groups
+        ],
     }
 
 
-def _upgrade(pairs: Mapping[Tuple[str, str], UpgradeDiff]) -> Dict[str, Dict[str, Any]]:
-    nested: Dict[str, Dict[str, Any]] = {}
+def _round(ratio: Optional[float]) -> Optional[float]:
+    return None if ratio is None else round(ratio, 4)
+
+
+def upgrades(
+    pairs: Mapping[Tuple[str, str], UpgradeDiff], runtime_pairs: Mapping[Tuple[str, str, str], UpgradeDiff]
+) -> Dict[str, Any]:
+    """{"envs": {old: {new: entry}}, "runtimes": {env: {old: {new: entry}}}}."""
+    envs: Dict[str, Dict[str, Any]] = {}
     for (old, new), d in pairs.items():
-        nested.setdefault(old, {})[new] = _upgrade_entry(d)
-    return nested
+        envs.setdefault(old, {})[new] = _upgrade_entry(d)
+    runtimes: Dict[str, Dict[str, Dict[str, Any]]] = {}
+    for (env, old, new), d in runtime_pairs.items():
+        runtimes.setdefault(env, {}).setdefault(old, {})[new] = _upgrade_entry(d)
+    return {"envs": envs, "runtimes": runtimes}
+
+
+def cells_and_details(
+    frame: pd.DataFrame, records: Sequence[CellRecord], rows: Sequence[Tuple[str, str, str]], dims: Dict[str, List[Any]]
+) -> Dict[str, Any]:
+    """Each cell as [row, one index per CELL_DIMS, verdict, exporting (1) or replay (0)], and its details."""
+    row_index = {row: i for i, row in enumerate(rows)}
+    dim_index = {dim: {v: i for i, v in enumerate(values)} for dim, values in dims.items()}
+    verdict_index = {v.name: i for i, v in enumerate(VERDICTS)}
+    strings, fingerprints, runtimes = Interned(), Interned(), Interned()
+    cells, details = [], []
+    for record, row in zip(records, frame.itertuples(index=False)):
+        cells.append(
+            [row_index[(row.case, row.params, row.strategy)]]
+            + [dim_index[dim][getattr(row, dim)] for dim in CELL_DIMS]
+            + [verdict_index[row.verdict], int(bool(row.own))]
+        )
+        details.append(detail(record, strings, fingerprints, runtimes))
+    link_replays(details, origins(frame))
+    return {
+        "cells": cells,
+        "details": details,
+        "strings": strings.values,
+        "fingerprints": fingerprints.values,
+        "runtimes": runtimes.values,
+    }
 
 
 def payload(
     frame: pd.DataFrame,
     records: Sequence[CellRecord],
     envs: Sequence[str],
-    pairs: Mapping[Tuple[str, str], UpgradeDiff],
+    upgrade: Mapping[str, Any],
+    evidence: Mapping[Tuple[str, str], str],
 ) -> Dict[str, Any]:
     """The page's embedded data: dimensions, rows, cells, details and the precomputed upgrade pairs."""
     labels = row_labels(records)
     rows = row_order(frame, labels)
-    row_index = {row: i for i, row in enumerate(rows)}
     dims = _dim_values(frame, envs)
-    dim_index = {dim: {v: i for i, v in enumerate(values)} for dim, values in dims.items()}
-    verdict_index = {v.name: i for i, v in enumerate(VERDICTS)}
-    strings, fingerprints = _Interned(), _Interned()
     family_of = dict(zip(frame["case"], frame["family"]))
     portability_of = _portability(frame)
-    cells, details = [], []
-    for record, row in zip(records, frame.itertuples(index=False)):
-        cells.append(
-            [row_index[(row.case, row.params, row.strategy)]]
-            + [dim_index[dim][getattr(row, dim)] for dim in CELL_DIMS]
-            + [verdict_index[row.verdict]]
-        )
-        details.append(detail(record, strings, fingerprints))
+    found = cells_and_details(frame, records, rows, dims)
     return {
         "dims": dims,
         "dimLabels": DIM_LABEL,
@@ -211,6 +165,8 @@ def payload(
         "verdicts": [[v.name, v.glyph, v.label, v.meaning] for v in VERDICTS],
         "portability": {p.value: label for p, label in PORTABILITY_LABELS.items()},
         "portabilityShort": {p.value: short for p, short in PORTABILITY_SHORT.items()},
+        "homes": {env: list(labels) for env, labels in sorted(homes(frame).items())},
+        "evidence": {f"{family}/{strategy}": text for (family, strategy), text in sorted(evidence.items()) if text},
         "rows": [
             [
                 family_of[case],
@@ -223,11 +179,9 @@ def payload(
             ]
             for case, params, strategy in rows
         ],
-        "cells": cells,
-        "details": details,
-        "strings": strings.values,
-        "fingerprints": fingerprints.values,
-        "upgrade": _upgrade(pairs),
+        **found,
+        "changeKinds": [list(kind) for kind in KINDS],
+        "upgrade": dict(upgrade),
     }
 
 

@@ -10,25 +10,27 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import pandas as pd
 
-from harness.record import SCHEMA_VERSION, CellRecord, Verdict, parse_version, portability_label
+from harness.record import SCHEMA_VERSION, CellRecord, parse_version
 from harness.report import matrix
-from harness.report.advisor import Advice, Candidate, Failure, advise
+from harness.report.advisor import advise
+from harness.report.cards import AdvisorView, advisor_view
 from harness.report.charts import Chart, build_charts
-from harness.report.costs import format_bytes, format_ratio, format_seconds
+from harness.report.ladder import LadderView, ladder_view
 from harness.report.load import Loaded, SourceFile
+from harness.report.runtimes import exporting, homes, judged, ladder, runtimes_of
 from harness.report.table import build_frame, safe_json
-from harness.report.upgrade import all_pairs, side
+from harness.report.upgrade import all_pairs, runtime_pairs
 from harness.report.vocab import (
     DIM_LABEL,
     FINGERPRINT_COLUMNS,
-    VERDICT_STYLE,
     VERDICTS,
     family_sort_key,
+    runtime_label,
     strategy_sort_key,
 )
 
-FILTER_DIMS = ("family", "case", "strategy", "env", "opset", "exporter", "shape_mode", "device", "verdict")
-MAX_FAILURES_SHOWN = 4
+FILTER_DIMS = ("family", "case", "strategy", "env", "runtime", "opset", "exporter", "shape_mode", "device", "verdict")
+OWN_RUNTIME = "=own"  # the runtime filter's value for "each environment's own runtime": the page's default
 
 
 @dataclass(frozen=True)
@@ -38,67 +40,6 @@ class LegendEntry:
     label: str
     meaning: str
     count: int
-
-
-@dataclass(frozen=True)
-class FailureGroup:
-    verdict: str
-    label: str
-    combos: Tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class CandidateRow:
-    rank: int
-    strategy: str
-    exporter: str
-    portability: str
-    portability_label: str
-    passes: str
-    pass_pct: int
-    failures: Tuple[FailureGroup, ...]
-    harness_errors: int
-    latency: str
-    latency_abs: str
-    memory: str
-    memory_abs: str
-    is_pick: bool
-
-
-@dataclass(frozen=True)
-class AdviceCard:
-    id: str
-    env: str
-    opset: int
-    device: str
-    family: str
-    status: str  # all | partial | none | not_applicable
-    pick: Optional[CandidateRow]
-    why: str
-    latency_ref: str
-    memory_ref: str
-    rows: Tuple[CandidateRow, ...]
-    not_applicable: Tuple[str, ...]  # the distinct reasons given by the cells that could not apply
-    needs: Tuple[str, ...] = ()  # what a strategy needs of a model's other operators
-
-
-@dataclass(frozen=True)
-class OverviewRow:
-    env: str
-    opset: int
-    device: str
-    cards: Tuple[Optional[AdviceCard], ...]  # one per family, None where the family was not run
-
-
-@dataclass(frozen=True)
-class AdvisorView:
-    cards: Tuple[AdviceCard, ...]
-    families: Tuple[str, ...]
-    envs: Tuple[str, ...]
-    opsets: Tuple[int, ...]
-    devices: Tuple[str, ...]
-    overview: Tuple[OverviewRow, ...]
-    default: Optional[AdviceCard]
 
 
 @dataclass(frozen=True)
@@ -122,10 +63,37 @@ class SourceRow:
 
 
 @dataclass(frozen=True)
+class RuntimeRow:
+    """One runtime environment that replayed graphs."""
+
+    label: str
+    env: str
+    python: str
+    platform: str
+    providers: str
+    records: int
+    exported_in: str  # the environments whose graphs it judged
+    finished: str
+
+
+@dataclass(frozen=True)
 class Filter:
     dim: str
     label: str
     values: Tuple[str, ...]
+    default: str = ""  # the value selected when the page opens ("" = all)
+    extra: Tuple[Tuple[str, str], ...] = ()  # (value, label) offered before the values
+
+
+@dataclass(frozen=True)
+class RuntimeChoice:
+    """An environment whose graphs were judged in several runtimes: the runtime upgrade view's choices."""
+
+    env: str
+    home: str  # its own runtime (several joined with " or ")
+    runtimes: Tuple[str, ...]
+    default_old: str  # what the view compares first: its own runtime ...
+    default_new: str  # ... with the newest other onnxruntime (else the newest other runtime)
 
 
 @dataclass(frozen=True)
@@ -142,6 +110,9 @@ class Page:
     advisor: AdvisorView
     envs: Tuple[str, ...]
     upgrade_default: Tuple[str, str]
+    runtime_choices: Tuple[RuntimeChoice, ...]
+    ladder: LadderView
+    runtimes: Tuple[RuntimeRow, ...]
     filters: Tuple[Filter, ...]
     pivots: Tuple[str, ...]
     charts: Tuple[Chart, ...]
@@ -156,107 +127,6 @@ def env_order(frame: pd.DataFrame, records: Sequence[CellRecord]) -> List[str]:
     for record in records:
         torch.setdefault(record.env, Counter())[str(record.fingerprint.torch)] += 1
     return sorted(torch, key=lambda e: (parse_version(torch[e].most_common(1)[0][0]) or (999,), e))
-
-
-def _combo_text(failure: Failure, labels: Mapping[Tuple[str, str], str], several: Mapping[str, bool]) -> str:
-    text = labels.get((failure.case, failure.params), failure.params)
-    if several["case"]:
-        text = f"{failure.case}: {text}"
-    extra = [getattr(failure, k) for k in ("shape_mode", "dtype") if several[k]]
-    return "{} ({})".format(text, ", ".join(extra)) if extra else text
-
-
-def _verdict_label(verdict: str) -> str:
-    try:
-        return VERDICT_STYLE[Verdict(verdict)].label
-    except (ValueError, KeyError):
-        return "not run"  # "missing": the candidate has no cell for a combination
-
-
-def candidate_row(
-    rank: int, c: Candidate, labels: Mapping[Tuple[str, str], str], several: Mapping[str, bool]
-) -> CandidateRow:
-    groups: Dict[str, List[str]] = {}
-    for failure in c.failures:
-        groups.setdefault(failure.verdict, []).append(_combo_text(failure, labels, several))
-    failures = tuple(FailureGroup(v, _verdict_label(v), tuple(combos)) for v, combos in groups.items())
-    return CandidateRow(
-        rank=rank,
-        strategy=c.strategy,
-        exporter=c.exporter,
-        portability=c.portability,
-        portability_label=portability_label(c.portability),
-        passes=f"{c.passed}/{c.counted}",
-        pass_pct=int(round(100 * c.pass_rate)),
-        failures=failures,
-        harness_errors=c.harness_errors,
-        latency=format_ratio(c.latency),
-        latency_abs=format_seconds(c.latency_s),
-        memory=format_ratio(c.memory),
-        memory_abs=format_bytes(c.memory_bytes),
-        is_pick=rank == 1 and c.passed > 0,
-    )
-
-
-def advice_card(advice: Advice, frame: pd.DataFrame, labels: Mapping[Tuple[str, str], str]) -> AdviceCard:
-    group = frame[
-        (frame["env"] == advice.env)
-        & (frame["opset"] == advice.opset)
-        & (frame["device"] == advice.device)
-        & (frame["family"] == advice.family)
-    ]
-    several = {k: group[k].nunique() > 1 for k in ("case", "shape_mode", "dtype")}
-    rows = tuple(candidate_row(i + 1, c, labels, several) for i, c in enumerate(advice.ranked))
-    pick = advice.pick
-    state = side(advice).state
-    status = state if pick is None else "all" if pick.pass_rate == 1.0 else "partial"
-    not_applicable = group["verdict"] == Verdict.NOT_APPLICABLE.value
-    reasons = tuple(dict.fromkeys(group.loc[not_applicable, "reason"].dropna().astype(str)))
-    card_id = f"advice-{advice.env}-{advice.opset}-{advice.device}-{advice.family}"
-    return AdviceCard(
-        card_id,
-        advice.env,
-        advice.opset,
-        advice.device,
-        advice.family,
-        status,
-        rows[0] if pick is not None else None,
-        advice.why,
-        advice.latency_ref,
-        advice.memory_ref,
-        rows,
-        reasons[:MAX_FAILURES_SHOWN],
-        advice.needs,
-    )
-
-
-def advisor_view(
-    advice: Sequence[Advice], frame: pd.DataFrame, envs: Sequence[str], labels: Mapping[Tuple[str, str], str]
-) -> AdvisorView:
-    order = {e: i for i, e in enumerate(envs)}
-    cards = sorted(
-        (advice_card(a, frame, labels) for a in advice),
-        key=lambda c: (order[c.env], c.opset, c.device, family_sort_key(c.family)),
-    )
-    families = tuple(sorted({c.family for c in cards}, key=family_sort_key))
-    by_key = {(c.env, c.opset, c.device, c.family): c for c in cards}
-    row_keys = sorted({(c.env, c.opset, c.device) for c in cards}, key=lambda k: (order[k[0]], k[2], k[1]))
-    overview = tuple(OverviewRow(e, o, d, tuple(by_key.get((e, o, d, f)) for f in families)) for e, o, d in row_keys)
-    preferred = [
-        c for c in cards if c.env == (envs[0] if envs else None) and c.device == "cpu" and c.family == "grid_sample"
-    ]
-    default = next(
-        (c for c in preferred if c.status == "all"), preferred[0] if preferred else (cards[0] if cards else None)
-    )
-    return AdvisorView(
-        tuple(cards),
-        families,
-        tuple(envs),
-        tuple(sorted({c.opset for c in cards})),
-        tuple(sorted({c.device for c in cards})),
-        overview,
-        default,
-    )
 
 
 def environments(records: Sequence[CellRecord], envs: Sequence[str]) -> List[EnvRow]:
@@ -290,6 +160,28 @@ def environments(records: Sequence[CellRecord], envs: Sequence[str]) -> List[Env
     return rows
 
 
+def runtime_rows(records: Sequence[CellRecord], envs: Sequence[str]) -> List[RuntimeRow]:
+    """One row per runtime environment that replayed graphs, on the ladder."""
+    seen: Dict[Tuple[str, str], Dict[str, Any]] = {}
+    for record in sorted((r for r in records if r.runtime.env is not None), key=lambda r: r.finished_at):
+        runtime = record.runtime
+        label = runtime_label(runtime.name, runtime.version)
+        entry = seen.setdefault((label, str(runtime.env)), {"runtime": runtime, "records": 0, "envs": set()})
+        entry["records"] += 1
+        entry["envs"].add(record.env)
+        entry.setdefault("first", record.finished_at)
+        entry["last"] = record.finished_at
+    order = {label: i for i, label in enumerate(ladder(label for label, _ in seen))}
+    rows = []
+    for (label, env), entry in sorted(seen.items(), key=lambda kv: (order[kv[0][0]], kv[0][1])):
+        runtime = entry["runtime"]
+        exported_in = ", ".join(e for e in envs if e in entry["envs"])
+        finished = f"{entry['first']} – {entry['last']}"
+        shown = [runtime.python or "—", runtime.platform or "—", ", ".join(runtime.providers) or "—"]
+        rows.append(RuntimeRow(label, env, *shown, entry["records"], exported_in, finished))
+    return rows
+
+
 def _migrated_text(counts: Mapping[int, int]) -> str:
     """ "180 of schema 1": the records written with an older schema, read through its migration."""
     return ", ".join(f"{n} of schema {v}" for v, n in counts.items())
@@ -317,6 +209,10 @@ def references_text(frame: pd.DataFrame) -> str:
 def filters(frame: pd.DataFrame, envs: Sequence[str]) -> List[Filter]:
     found = []
     for dim in FILTER_DIMS:
+        if dim == "runtime":
+            own = (OWN_RUNTIME, "each environment's own")
+            found.append(Filter(dim, DIM_LABEL[dim], tuple(ladder(frame[dim])), OWN_RUNTIME, (own,)))
+            continue
         if dim == "env":
             values = list(envs)
         elif dim == "family":
@@ -338,36 +234,55 @@ def generated_at() -> str:
     return moment.strftime("%Y-%m-%d %H:%M UTC")
 
 
+def runtime_choices(frame: pd.DataFrame, envs: Sequence[str]) -> List[RuntimeChoice]:
+    """The environments whose graphs were judged in more than their own runtime."""
+    found, home = runtimes_of(frame), homes(frame)
+    choices = []
+    for env in envs:
+        others = [r for r in found.get(env, ()) if r not in home[env]]
+        if others:
+            onnxruntime = [r for r in others if r.startswith("onnxruntime ")]
+            newest = (onnxruntime or others)[-1]
+            choices.append(RuntimeChoice(env, " or ".join(home[env]), tuple(found[env]), home[env][-1], newest))
+    return choices
+
+
 def build_page(loaded: Loaded, title: str = "onnx-compat-matrix") -> Page:
     """Everything the page shows, computed once; the templates only lay it out."""
     records = loaded.records
     frame = build_frame(records)
     envs = env_order(frame, records)
-    advice = advise(frame)
-    pairs = all_pairs(frame, advice, envs)
-    labels = matrix.row_labels(records)
-    data = matrix.payload(frame, records, envs, pairs)
-    counts = Counter(frame["verdict"])
-    portability = dict(zip(frame["strategy"], frame["portability"]))
-    references = set(frame["reference"])
+    own, everywhere = exporting(frame), judged(frame)
+    advice = advise(everywhere)
+    pairs = all_pairs(own, [a for a in advice if a.home], envs)
+    by_runtime = runtime_pairs(everywhere, advice, runtimes_of(everywhere))
+    ladders = ladder_view(frame, envs)
+    evidence = {(f.family, s.strategy): s.evidence for f in ladders.families for s in f.strategies}
+    data = matrix.payload(frame, records, envs, matrix.upgrades(pairs, by_runtime), evidence)
+    counts = Counter(own["verdict"])
+    portability = dict(zip(own["strategy"], own["portability"]))
+    references = set(own["reference"])
     strategies = sorted(portability, key=lambda s: strategy_sort_key(s, portability[s], s in references))
     return Page(
         title=title,
         generated_at=generated_at(),
-        cells=len(frame),
+        cells=len(own),
         legend=tuple(LegendEntry(v.name, v.glyph, v.label, v.meaning, counts.get(v.name, 0)) for v in VERDICTS),
         sources=tuple(source_row(s) for s in loaded.sources),
         refusals=tuple(r.line() for r in loaded.refusals),
         skipped=len(loaded.skipped),
         migrated=_migrated_text(loaded.migrated),
         superseded=loaded.superseded,
-        advisor=advisor_view(advice, frame, envs, labels),
+        advisor=advisor_view(advice, everywhere, envs, matrix.row_labels(records), homes(frame)),
         envs=tuple(envs),
         upgrade_default=(envs[0], envs[-1]) if envs else ("", ""),
+        runtime_choices=tuple(runtime_choices(everywhere, envs)),
+        ladder=ladders,
+        runtimes=tuple(runtime_rows(records, envs)),
         filters=tuple(filters(frame, envs)),
         pivots=tuple(label for label, _ in data["pivots"]),
-        charts=tuple(build_charts(frame, envs, strategies)),
-        environments=tuple(environments(records, envs)),
-        references=references_text(frame),
+        charts=tuple(build_charts(own, envs, strategies)),
+        environments=tuple(environments([r for r in records if r.runtime.env is None], envs)),
+        references=references_text(own),
         data_json=matrix.dumps_lines(data, safe_json),
     )

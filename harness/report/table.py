@@ -10,8 +10,12 @@ from typing import Any, Dict, List, Optional, Sequence
 import pandas as pd
 
 from harness.record import FINGERPRINT_KEYS, CellRecord
+from harness.report.vocab import runtime_label
 
-TARGETS = ("eager", "ort", "reference")  # what a cell measures: eager PyTorch, its graph in ORT, the reference eager
+# What a cell measures: eager PyTorch, its graph in ORT, the reference eager; and, under `rt`, its graph in the
+# runtime that judged it (the "ort" target for onnxruntime, the "openvino" target of an OpenVINO replay).
+TARGETS = ("eager", "ort", "reference", "rt")
+RUNTIME_TARGET = {"openvino": "openvino"}  # the record's target for a runtime's measurement; "ort" otherwise
 NUMERIC = ("max_abs", "max_rel", "atol", "rtol", "min_passing_atol") + tuple(
     prefix + "_" + target for target in TARGETS for prefix in ("lat", "mem")
 )
@@ -31,6 +35,12 @@ COLUMNS = (
     "shape_mode",
     "device",
     "dtype",
+    "runtime",
+    "runtime_name",
+    "runtime_env",
+    "home",
+    "own",
+    "precision",
     "verdict",
     "reason",
     "failed_stage",
@@ -47,6 +57,8 @@ COLUMNS = (
     "mem_ort",
     "lat_reference",
     "mem_reference",
+    "lat_rt",
+    "mem_rt",
     "finished_at",
     "run_id",
 )
@@ -62,8 +74,16 @@ def operators_text(record: CellRecord) -> str:
     return ",".join(f"{family}={name}" for family, name in sorted(record.operators.items()) if family != record.family)
 
 
+def home_runtime(record: CellRecord) -> str:
+    """The exporting environment's own runtime: the one an exporting record was judged by, a replay's origin's."""
+    if record.runtime.env is None:
+        return runtime_label(record.runtime.name, record.runtime.version)
+    return runtime_label("onnxruntime", record.fingerprint.onnxruntime)
+
+
 def flat_row(index: int, record: CellRecord) -> Dict[str, Any]:
     failed = record.failed_stage()
+    label = runtime_label(record.runtime.name, record.runtime.version)
     row: Dict[str, Any] = {
         "idx": index,
         "env": record.env,
@@ -80,6 +100,13 @@ def flat_row(index: int, record: CellRecord) -> Dict[str, Any]:
         "shape_mode": record.shape_mode,
         "device": record.device,
         "dtype": record.dtype,
+        "runtime": label,
+        "runtime_name": record.runtime.name,
+        "runtime_env": record.runtime.env or "",
+        "home": home_runtime(record),
+        # an exporting record, or a replay of its graph in the same runtime (which the replay command never runs)
+        "own": record.runtime.env is None or label == home_runtime(record),
+        "precision": record.precision,
         "verdict": record.verdict.value,
         "reason": record.reason,
         "failed_stage": failed.name if failed else None,
@@ -89,7 +116,8 @@ def flat_row(index: int, record: CellRecord) -> Dict[str, Any]:
     for key in ("max_abs", "max_rel", "atol", "rtol", "min_passing_atol"):
         row[key] = number(getattr(record.parity, key)) if record.parity else None
     for target in TARGETS:
-        timing, peak = record.latency.get(target), record.memory.get(target)
+        measured = RUNTIME_TARGET.get(record.runtime.name, "ort") if target == "rt" else target
+        timing, peak = record.latency.get(measured), record.memory.get(measured)
         row["lat_" + target] = number(timing.median_s) if timing else None
         row["mem_" + target] = number(peak.peak_bytes) if peak else None
     row.update({"finished_at": record.finished_at, "run_id": record.run_id})
@@ -106,8 +134,9 @@ def build_frame(records: Sequence[CellRecord]) -> pd.DataFrame:
 def export_row(record: CellRecord) -> Dict[str, Any]:
     """A wide row for results.csv: every target, every parameter and fingerprint field in its own column."""
     row = flat_row(0, record)
-    row.pop("idx")
-    row.update(runtime=record.runtime.name, runtime_version=record.runtime.version, precision=record.precision)
+    for key in ("idx", "lat_rt", "mem_rt", "own", "home", "runtime_name"):
+        row.pop(key)
+    row.update(runtime=record.runtime.name, runtime_version=record.runtime.version, runtime_env=record.runtime.env)
     for key, value in sorted(record.params.items()):
         row["param_" + key] = json.dumps(value) if isinstance(value, (list, dict)) else value
     for target, timing in sorted(record.latency.items()):

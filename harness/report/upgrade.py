@@ -1,9 +1,11 @@
-"""What changes between two environments: cells whose verdict or cost moves, and which strategy to switch to."""
+"""What changes between two environments (each judged by its own runtime), or between two runtimes judging the
+same environment's graphs: cells whose verdict, accuracy or cost moves, grouped by family, strategy and kind of
+change, and which strategy to switch to."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -12,23 +14,54 @@ import pandas as pd
 from harness.record import Verdict, portability_rank, portability_short
 from harness.report.advisor import Advice, Candidate
 from harness.report.costs import format_ratio, format_seconds, geomean
+from harness.report.runtimes import RAN, made_no_graph
+from harness.report.vocab import family_sort_key
 
-MATCH = ["family", "case", "params", "strategy", "opset", "exporter", "shape_mode", "device", "dtype"]
+MATCH = ["family", "case", "params", "strategy", "opset", "exporter", "shape_mode", "device", "dtype", "precision"]
 COST_CHANGE = 0.20  # a latency change smaller than this is left out as noise
+ACCURACY_CHANGE = 10.0  # a largest difference that moves by this factor (and is not tiny) is a change
+ACCURACY_FLOOR = 1e-5
 PASS = Verdict.PASS.value
+NA = Verdict.NOT_APPLICABLE.value
+# The kinds of change, in the order the page lists them: (name, label, tone).
+KINDS: Tuple[Tuple[str, str, str], ...] = (
+    ("became_applicable", "became applicable", "good"),
+    ("now_exports", "now exports", "good"),
+    ("now_passes", "now passes", "good"),
+    ("now_fails", "now fails", "bad"),
+    ("no_longer_exports", "no longer exports", "bad"),
+    ("no_longer_applicable", "no longer applicable", "bad"),
+    ("fails_differently", "fails differently", "neutral"),
+    ("accuracy", "accuracy changed", "neutral"),
+    ("faster", f"faster >{COST_CHANGE:.0%}", "good"),
+    ("slower", f"slower >{COST_CHANGE:.0%}", "bad"),
+)
+KIND_NAMES = tuple(k for k, _, _ in KINDS)
 
 
 @dataclass(frozen=True)
 class CellChange:
-    kind: str  # fixed | broken | changed | faster | slower
+    kind: str  # one of KIND_NAMES
     old_idx: int
     new_idx: int
     ratio: Optional[float]  # new latency / old latency
+    family: str = ""
+    strategy: str = ""
+
+
+@dataclass(frozen=True)
+class ChangeGroup:
+    """The changes of one kind for one strategy of one family: a line of the page, its rows behind a click."""
+
+    family: str
+    strategy: str
+    kind: str
+    changes: Tuple[CellChange, ...]
 
 
 @dataclass(frozen=True)
 class Side:
-    """One environment's answer for a family, opset and device."""
+    """One environment's (or runtime's) answer for a family, opset and device."""
 
     state: str  # pick | none (ran, nothing passes) | not_applicable (every cell) | not_run
     pick: Optional[Candidate]
@@ -56,12 +89,14 @@ class Switch:
 
 @dataclass(frozen=True)
 class UpgradeDiff:
-    old: str
+    old: str  # environments, or runtimes of `env`
     new: str
     changes: Tuple[CellChange, ...]
     switches: Tuple[Switch, ...]
     counts: Dict[str, int]
     gains: Tuple[str, ...]
+    groups: Tuple[ChangeGroup, ...] = ()
+    env: str = ""  # set when comparing two runtimes of one environment
 
 
 def _ratio(joined: pd.DataFrame, column: str) -> pd.Series[float]:
@@ -69,32 +104,77 @@ def _ratio(joined: pd.DataFrame, column: str) -> pd.Series[float]:
     return (new / old).where((old > 0) & (new > 0))
 
 
-def cell_changes(frame: pd.DataFrame, old: str, new: str) -> List[CellChange]:
-    """Every cell present in both environments whose verdict changed or whose latency moved by over 20%."""
-    columns = MATCH + ["idx", "verdict", "lat_ort", "lat_eager"]
-    joined = frame.loc[frame["env"] == old, columns].merge(
-        frame.loc[frame["env"] == new, columns], on=MATCH, suffixes=("_old", "_new")
-    )
-    # Onnxruntime's latency where both sides have it, else eager PyTorch's.
-    ratio = _ratio(joined, "lat_ort").fillna(_ratio(joined, "lat_eager"))
+def _accuracy_moved(joined: pd.DataFrame) -> pd.Series[bool]:
+    old, new = joined["max_abs_old"], joined["max_abs_new"]
+    high, low = np.maximum(old, new), np.minimum(old, new).clip(lower=1e-12)
+    ran = joined["verdict_old"].isin(RAN)
+    return ran & old.notna() & new.notna() & (high >= ACCURACY_FLOOR) & (high / low >= ACCURACY_CHANGE)
+
+
+def classify(joined: pd.DataFrame, ratio: pd.Series[float]) -> np.ndarray:
+    """Each joined pair's kind of change, "" for none: the first that holds, in KINDS' order of precedence."""
     before, after = joined["verdict_old"], joined["verdict_new"]
     moved = before != after
-    kind = np.select(
-        [
-            moved & (after == PASS),
-            moved & (before == PASS),
-            moved,
-            ratio < 1 - COST_CHANGE,
-            ratio > 1 + COST_CHANGE,
-        ],
-        ["fixed", "broken", "changed", "faster", "slower"],
-        default="",
+    graph_before, graph_after = ~joined["no_graph_old"], ~joined["no_graph_new"]
+    conditions = [
+        (before == NA) & (after != NA),
+        moved & ~graph_before & graph_after,
+        moved & (after == PASS),
+        moved & (before == PASS) & graph_after & (after != NA),
+        moved & graph_before & ~graph_after & (after != NA),
+        (after == NA) & (before != NA),
+        moved,
+        _accuracy_moved(joined),
+        ratio < 1 - COST_CHANGE,
+        ratio > 1 + COST_CHANGE,
+    ]
+    names = [
+        "became_applicable",
+        "now_exports",
+        "now_passes",
+        "now_fails",
+        "no_longer_exports",
+        "no_longer_applicable",
+        "fails_differently",
+        "accuracy",
+        "faster",
+        "slower",
+    ]
+    return np.select(conditions, names, default="")
+
+
+def compare(old: pd.DataFrame, new: pd.DataFrame) -> List[CellChange]:
+    """Every cell present on both sides whose verdict, accuracy or latency (by over 20%) changed."""
+    columns = MATCH + ["idx", "verdict", "lat_rt", "lat_eager", "max_abs"]
+    joined = old.assign(no_graph=made_no_graph(old))[columns + ["no_graph"]].merge(
+        new.assign(no_graph=made_no_graph(new))[columns + ["no_graph"]], on=MATCH, suffixes=("_old", "_new")
     )
+    # The runtime's latency where both sides have it, else eager PyTorch's.
+    ratio = _ratio(joined, "lat_rt").fillna(_ratio(joined, "lat_eager"))
+    kinds = classify(joined, ratio)
+    rows = zip(kinds, joined["idx_old"], joined["idx_new"], ratio.astype(float), joined["family"], joined["strategy"])
     return [
-        CellChange(str(k), int(o), int(n), None if math.isnan(r) else float(r))
-        for k, o, n, r in zip(kind, joined["idx_old"], joined["idx_new"], ratio.astype(float))
+        CellChange(str(k), int(o), int(n), None if math.isnan(r) else float(r), str(f), str(s))
+        for k, o, n, r, f, s in rows
         if k
     ]
+
+
+def cell_changes(frame: pd.DataFrame, old: str, new: str) -> List[CellChange]:
+    """The changes between two environments, each judged by its own runtime (the table's exporting records)."""
+    return compare(frame[frame["env"] == old], frame[frame["env"] == new])
+
+
+def grouped(changes: Sequence[CellChange], strategy_order: Dict[str, int]) -> List[ChangeGroup]:
+    """By family, then strategy (the page's row order), then kind (KINDS' order)."""
+    by_key: Dict[Tuple[str, str, str], List[CellChange]] = {}
+    for change in changes:
+        by_key.setdefault((change.family, change.strategy, change.kind), []).append(change)
+    keys = sorted(
+        by_key,
+        key=lambda k: (family_sort_key(k[0]), strategy_order.get(k[1], len(strategy_order)), k[1], KIND_NAMES.index(k[2])),
+    )
+    return [ChangeGroup(f, s, k, tuple(by_key[(f, s, k)])) for f, s, k in keys]
 
 
 def side(advice: Optional[Advice]) -> Side:
@@ -104,16 +184,15 @@ def side(advice: Optional[Advice]) -> Side:
         return Side("pick", advice.pick)
     # "missing": a candidate has no cell for a combination (an exporter a case does not sweep), not a failure
     verdicts = [f.verdict for c in advice.ranked + advice.inapplicable for f in c.failures]
-    na = Verdict.NOT_APPLICABLE.value
-    everything_na = na in verdicts and all(v in (na, "missing") for v in verdicts)
+    everything_na = NA in verdicts and all(v in (NA, "missing") for v in verdicts)
     return Side("not_applicable" if everything_na else "none", None)
 
 
-def _gain(old: Side, new: Side, old_env: str, new_env: str) -> str:
+def _gain(old: Side, new: Side, old_name: str, new_name: str, latency_word: str) -> str:
     if old.state == "not_run" or new.state == "not_run":
-        return "not run in {}".format(old_env if old.state == "not_run" else new_env)
+        return "not run in {}".format(old_name if old.state == "not_run" else new_name)
     if new.pick is None:
-        return "nothing passes after the upgrade" if old.pick is not None else "nothing passes in either"
+        return f"nothing passes in {new_name}" if old.pick is not None else "nothing passes in either"
     if old.pick is None:
         return f"{new.pick.name} passes {new.pick.passed}/{new.pick.counted} where nothing passed before"
     before, after = old.pick, new.pick
@@ -124,34 +203,39 @@ def _gain(old: Side, new: Side, old_env: str, new_env: str) -> str:
         parts.append(f"{portability_short(before.portability)} → {portability_short(after.portability)} ops")
     if before.latency_s and after.latency_s:
         change = format_ratio(after.latency_s / before.latency_s)
-        parts.append(f"ORT latency {format_seconds(before.latency_s)} → {format_seconds(after.latency_s)} ({change})")
+        parts.append(f"{latency_word} {format_seconds(before.latency_s)} → {format_seconds(after.latency_s)} ({change})")
     if before.memory_bytes and after.memory_bytes:
         parts.append(f"peak memory {format_ratio(after.memory_bytes / before.memory_bytes)}")
     return "; ".join(parts) if parts else "the same"
 
 
-def switches(advice: Sequence[Advice], old: str, new: str) -> List[Switch]:
-    """For each family, device and opset run in either environment: the answer before and after."""
-    before = {(a.family, a.device, a.opset): a for a in advice if a.env == old}
-    after = {(a.family, a.device, a.opset): a for a in advice if a.env == new}
+def switches(
+    before: Sequence[Advice], after: Sequence[Advice], old: str, new: str, latency_word: str = "ORT latency"
+) -> List[Switch]:
+    """For each family, device and opset advised on either side: the answer before and after."""
+    old_by = {(a.family, a.device, a.opset): a for a in before}
+    new_by = {(a.family, a.device, a.opset): a for a in after}
     found = []
-    for key in sorted(set(before) | set(after)):
-        old_side, new_side = side(before.get(key)), side(after.get(key))
-        found.append(Switch(key[0], key[2], key[1], old_side, new_side, _gain(old_side, new_side, old, new)))
+    for key in sorted(set(old_by) | set(new_by), key=lambda k: (family_sort_key(k[0]), k[1], k[2])):
+        old_side, new_side = side(old_by.get(key)), side(new_by.get(key))
+        found.append(Switch(key[0], key[2], key[1], old_side, new_side, _gain(old_side, new_side, old, new, latency_word)))
     return found
 
 
-def _gains(frame: pd.DataFrame, old: str, new: str, changes: Sequence[CellChange]) -> List[str]:
+def _per_strategy(frame: pd.DataFrame, changes: Sequence[CellChange]) -> str:
+    per = pd.Series([frame.at[c.new_idx, "strategy"] for c in changes]).value_counts()
+    return ", ".join(f"{s} {n}" for s, n in per.items())
+
+
+def _gains(records: pd.DataFrame, changes: Sequence[CellChange]) -> List[str]:
+    """Summary lines: what now passes, what no longer does, and how latency moved."""
     gains = []
-    strategy = frame["strategy"]
-    fixed = [c for c in changes if c.kind == "fixed"]
+    fixed = [c for c in changes if records.at[c.new_idx, "verdict"] == PASS and records.at[c.old_idx, "verdict"] != PASS]
     if fixed:
-        per = pd.Series([strategy.iloc[c.new_idx] for c in fixed]).value_counts()
-        gains.append("{} cells now pass: {}".format(len(fixed), ", ".join(f"{s} {n}" for s, n in per.items())))
-    broken = [c for c in changes if c.kind == "broken"]
+        gains.append("{} cells now pass: {}".format(len(fixed), _per_strategy(records, fixed)))
+    broken = [c for c in changes if records.at[c.old_idx, "verdict"] == PASS and records.at[c.new_idx, "verdict"] != PASS]
     if broken:
-        per = pd.Series([strategy.iloc[c.new_idx] for c in broken]).value_counts()
-        gains.append("{} cells no longer pass: {}".format(len(broken), ", ".join(f"{s} {n}" for s, n in per.items())))
+        gains.append("{} cells no longer pass: {}".format(len(broken), _per_strategy(records, broken)))
     ratios = [c.ratio for c in changes if c.kind in ("faster", "slower") and c.ratio]
     if ratios:
         faster = sum(1 for r in ratios if r < 1)
@@ -159,29 +243,71 @@ def _gains(frame: pd.DataFrame, old: str, new: str, changes: Sequence[CellChange
             f"{faster} cells faster and {len(ratios) - faster} slower by over {COST_CHANGE:.0%} "
             f"(geometric mean of those {format_ratio(geomean(ratios))})"
         )
-    old_opsets = set(frame.loc[frame["env"] == old, "opset"])
-    new_opsets = set(frame.loc[frame["env"] == new, "opset"])
-    if new_opsets - old_opsets:
-        gains.append(
-            "opsets run only after the upgrade: {}".format(", ".join(map(str, sorted(new_opsets - old_opsets))))
-        )
-    if old_opsets - new_opsets:
-        gains.append(
-            "opsets run only before the upgrade: {}".format(", ".join(map(str, sorted(old_opsets - new_opsets))))
-        )
     return gains
 
 
-def diff(frame: pd.DataFrame, advice: Sequence[Advice], old: str, new: str) -> UpgradeDiff:
-    changes = cell_changes(frame, old, new)
-    counts = {
-        kind: sum(1 for c in changes if c.kind == kind) for kind in ("fixed", "broken", "changed", "faster", "slower")
-    }
+def _opset_gains(frame: pd.DataFrame, old: str, new: str) -> List[str]:
+    old_opsets = set(frame.loc[frame["env"] == old, "opset"])
+    new_opsets = set(frame.loc[frame["env"] == new, "opset"])
+    gains = []
+    if new_opsets - old_opsets:
+        gains.append("opsets run only after the upgrade: " + ", ".join(map(str, sorted(new_opsets - old_opsets))))
+    if old_opsets - new_opsets:
+        gains.append("opsets run only before the upgrade: " + ", ".join(map(str, sorted(old_opsets - new_opsets))))
+    return gains
+
+
+def _diff(
+    records: pd.DataFrame, changes: List[CellChange], switched: List[Switch], names: Tuple[str, str], env: str = ""
+) -> UpgradeDiff:
+    order = {s: i for i, s in enumerate(dict.fromkeys(records["strategy"]))}
+    counts = {kind: sum(1 for c in changes if c.kind == kind) for kind in KIND_NAMES}
     return UpgradeDiff(
-        old, new, tuple(changes), tuple(switches(advice, old, new)), counts, tuple(_gains(frame, old, new, changes))
+        names[0],
+        names[1],
+        tuple(changes),
+        tuple(switched),
+        counts,
+        tuple(_gains(records, changes)),
+        tuple(grouped(changes, order)),
+        env,
     )
 
 
+def diff(frame: pd.DataFrame, advice: Sequence[Advice], old: str, new: str) -> UpgradeDiff:
+    """Two environments, each judged by its own runtime (`frame` holds the exporting records, indexed by idx)."""
+    changes = cell_changes(frame, old, new)
+    home = [a for a in advice if a.home]
+    switched = switches([a for a in home if a.env == old], [a for a in home if a.env == new], old, new)
+    result = _diff(frame.set_index("idx", drop=False), changes, switched, (old, new))
+    return replace(result, gains=result.gains + tuple(_opset_gains(frame, old, new)))
+
+
+def runtime_diff(judged: pd.DataFrame, advice: Sequence[Advice], env: str, old: str, new: str) -> UpgradeDiff:
+    """One environment's graphs in two runtimes (`judged`: harness.report.runtimes.judged)."""
+    mine = judged[judged["env"] == env]
+    changes = compare(mine[mine["runtime"] == old], mine[mine["runtime"] == new])
+    before = [a for a in advice if a.env == env and a.runtime == old]
+    after = [a for a in advice if a.env == env and a.runtime == new]
+    switched = switches(before, after, old, new, "latency")
+    records = mine.drop_duplicates("idx").set_index("idx", drop=False)
+    return _diff(records, changes, switched, (old, new), env)
+
+
 def all_pairs(frame: pd.DataFrame, advice: Sequence[Advice], envs: Sequence[str]) -> Dict[Tuple[str, str], UpgradeDiff]:
-    """Every ordered pair, so the page can switch between them without computing anything."""
+    """Every ordered pair of environments, so the page can switch between them without computing anything."""
     return {(a, b): diff(frame, advice, a, b) for a in envs for b in envs if a != b}
+
+
+def runtime_pairs(
+    judged: pd.DataFrame, advice: Sequence[Advice], ladders: Dict[str, List[str]]
+) -> Dict[Tuple[str, str, str], UpgradeDiff]:
+    """For each environment replayed elsewhere: every ordered pair of the runtimes that judged its graphs."""
+    return {
+        (env, a, b): runtime_diff(judged, advice, env, a, b)
+        for env, labels in ladders.items()
+        if len(labels) > 1
+        for a in labels
+        for b in labels
+        if a != b
+    }

@@ -9,7 +9,7 @@ import json
 import re
 from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Sequence, Tuple
 
-from harness.record import FINGERPRINT_KEYS, Verdict, portability_rank
+from harness.record import FINGERPRINT_KEYS, Verdict, parse_version, portability_rank
 
 
 class VerdictStyle(NamedTuple):
@@ -28,15 +28,15 @@ class VerdictStyle(NamedTuple):
 VERDICT_STYLE: Dict[Verdict, VerdictStyle] = {
     style.verdict: style
     for style in (
-        VerdictStyle(Verdict.PASS, "✓", "pass", "exported, ran in onnxruntime and matched eager PyTorch"),
+        VerdictStyle(Verdict.PASS, "✓", "pass", "exported, ran in the runtime and matched eager PyTorch"),
         VerdictStyle(
             Verdict.MISMATCH, "≠", "mismatch", "ran, but the output differs from eager PyTorch beyond tolerance"
         ),
         VerdictStyle(Verdict.OPSET_DRIFT, "≈", "opset drift", "the exported model's opset is not the one asked for"),
         VerdictStyle(Verdict.EXPORT_FAILED, "E", "export failed", "torch.onnx.export raised"),
         VerdictStyle(Verdict.CHECK_FAILED, "C", "check failed", "onnx.checker rejected the model"),
-        VerdictStyle(Verdict.LOAD_FAILED, "L", "load failed", "onnxruntime could not load the model"),
-        VerdictStyle(Verdict.RUN_FAILED, "R", "run failed", "onnxruntime raised while running the model"),
+        VerdictStyle(Verdict.LOAD_FAILED, "L", "load failed", "the runtime could not load the model"),
+        VerdictStyle(Verdict.RUN_FAILED, "R", "run failed", "the runtime raised while running the model"),
         VerdictStyle(Verdict.CRASHED, "✕", "crashed", "the worker process died (signal)"),
         VerdictStyle(Verdict.TIMEOUT, "T", "timeout", "the cell ran past its time limit"),
         VerdictStyle(
@@ -65,13 +65,16 @@ PIVOTS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
     ("opset × exporter", ("opset", "exporter")),
     ("exporter × device", ("exporter", "device")),
     ("environment", ("env",)),
+    ("environment × runtime", ("env", "runtime")),
+    ("runtime × opset", ("runtime", "opset")),
 )
-CELL_DIMS: Tuple[str, ...] = ("env", "opset", "exporter", "shape_mode", "device", "dtype")
+CELL_DIMS: Tuple[str, ...] = ("env", "runtime", "opset", "exporter", "shape_mode", "device", "dtype")
 DIM_LABEL: Dict[str, str] = {
     "family": "family",
     "case": "case",
     "strategy": "strategy",
     "env": "environment",
+    "runtime": "runtime",
     "opset": "opset",
     "exporter": "exporter",
     "shape_mode": "shape mode",
@@ -143,3 +146,21 @@ def natural_key(text: str) -> Tuple[Any, ...]:
 def strategy_sort_key(strategy: str, portability: str, is_reference: bool) -> Tuple[int, int, str]:
     # The family's reference first (as its records name it): every other strategy is read against it.
     return (0 if is_reference else 1, portability_rank(portability), strategy)
+
+
+# How the page names a runtime: its record's name, spelt as its makers spell it; their order on the ladder.
+RUNTIME_NAMES: Dict[str, str] = {"onnxruntime": "onnxruntime", "openvino": "OpenVINO"}
+
+
+def runtime_label(name: str, version: Any) -> str:
+    """ "onnxruntime 1.14.1", "OpenVINO 2026.4.1": Runtime.label, as the page spells the runtime's name."""
+    shown = RUNTIME_NAMES.get(name, name)
+    return f"{shown} {version}" if version else shown
+
+
+def runtime_sort_key(label: str) -> Tuple[int, str, Tuple[int, ...], str]:
+    """The runtime ladder: onnxruntime by version, then OpenVINO by version, then any other runtime by name."""
+    name, _, version = label.partition(" ")
+    names = list(RUNTIME_NAMES.values())
+    rank = names.index(name) if name in names else len(names)
+    return (rank, name, parse_version(version) or (999,), label)

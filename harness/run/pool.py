@@ -13,9 +13,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol, Sequence
 
-from harness.plan.spec import CellSpec
 from harness.record import CellRecord, RecordError, Verdict
 from harness.worker.options import Options
 
@@ -26,6 +25,15 @@ def now_iso() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+class Job(Protocol):
+    """What a worker is sent: a cell to export and judge (CellSpec), or a stored graph to replay (ReplayJob)."""
+
+    @property
+    def cell_id(self) -> str: ...
+
+    def to_dict(self) -> Dict[str, Any]: ...
+
+
 @dataclass
 class WorkerConfig:
     env_name: str
@@ -34,6 +42,8 @@ class WorkerConfig:
     memory_limit_mb: Optional[int] = None
     timeout_s: float = 300.0
     log_path: Optional[Path] = None
+    module: str = "harness.worker"  # the worker's entry point: harness.replay.worker in a runtime environment
+    extra: Sequence[str] = ()  # that entry point's own arguments
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, env_name: str, log_path: Path) -> WorkerConfig:
@@ -45,6 +55,7 @@ class WorkerConfig:
                 memory=not args.no_memory,
                 latency_budget_s=args.latency_budget,
                 tensorrt=args.tensorrt,
+                artifacts_dir=None if args.no_artifacts else str(Path(args.artifacts).resolve()),
             ),
             cases_dirs=tuple(args.cases_dir),
             memory_limit_mb=args.memory_limit_mb,
@@ -53,7 +64,16 @@ class WorkerConfig:
         )
 
     def command(self) -> List[str]:
-        cmd = [sys.executable, "-m", "harness.worker", "--env", self.env_name, "--options", self.options.to_json()]
+        cmd = [
+            sys.executable,
+            "-m",
+            self.module,
+            "--env",
+            self.env_name,
+            "--options",
+            self.options.to_json(),
+            *self.extra,
+        ]
         for d in self.cases_dirs:
             cmd += ["--cases-dir", str(d)]
         if self.memory_limit_mb:
@@ -75,7 +95,7 @@ class Worker:
             env=environ,
             start_new_session=True,
         )
-        self.cell: Optional[CellSpec] = None
+        self.cell: Optional[Job] = None
         self.started = 0.0
         self.ready = False
         self._buffer = b""
@@ -83,7 +103,7 @@ class Worker:
     def fileno(self) -> int:
         return self.proc.stdout.fileno()
 
-    def send(self, cell: CellSpec) -> None:
+    def send(self, cell: Job) -> None:
         self.cell = cell
         self.started = time.monotonic()
         line = json.dumps({"cell_id": cell.cell_id, "cell": cell.to_dict()}) + "\n"
@@ -129,15 +149,15 @@ class Worker:
 
 @dataclass(frozen=True)
 class Outcome:
-    """A cell's record as its worker (or the pool, for a crash or a timeout) gave it, before the run stamps it."""
+    """A job's record as its worker (or the pool, for a crash or a timeout) gave it, before the run stamps it."""
 
-    cell: CellSpec
+    cell: Job
     record: CellRecord
     started_at: str
     wall_s: float
 
 
-MakeRecord = Callable[[CellSpec, Verdict, Optional[str]], CellRecord]
+MakeRecord = Callable[[Job, Verdict, Optional[str]], CellRecord]
 
 
 @dataclass
@@ -151,9 +171,9 @@ class WorkerPool:
 
     def run(
         self,
-        cells: Iterable[CellSpec],
+        cells: Iterable[Job],
         on_outcome: Callable[[Outcome], None],
-        on_start: Callable[[CellSpec], None] = lambda c: None,
+        on_start: Callable[[Job], None] = lambda c: None,
     ) -> None:
         queue = list(cells)
         queue.reverse()
@@ -200,7 +220,7 @@ class WorkerPool:
                     w, on_outcome, Verdict.TIMEOUT, f"the cell ran past the {self.config.timeout_s:g} s limit"
                 )
 
-    def _received(self, cell: CellSpec, data: Any) -> CellRecord:
+    def _received(self, cell: Job, data: Any) -> CellRecord:
         """The worker's record; one that does not read back is our bug, recorded as such for its cell."""
         try:
             return CellRecord.from_json(data)

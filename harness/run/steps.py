@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
 from harness import __version__
+from harness.artifacts.store import ArtifactStore, folder_bytes
 from harness.errors import ExitCode, UserError
 from harness.plan.applicable import EnvLimits, environment_limits, not_applicable_reason, split_by_limits
 from harness.plan.registry import Case
@@ -111,7 +112,7 @@ def drop_done(run: Run) -> Optional[int]:
     if moved:
         print(f"{run.out}: {moved} torn line(s) moved to {aside}; their cells run again", file=sys.stderr)
     run.code = code_hash(run.args.cases_dir)
-    done = set() if run.args.rerun else _done_keys(run.out)
+    done = set() if run.args.rerun else _done_keys(run.out, _artifacts(run))
     fp_hash = run.env.fingerprint.hash()
     run.todo = [c for c in run.cells if resume_key(c.cell_id, fp_hash, __version__, run.code) not in done]
     run.resumed = len(run.cells) - len(run.todo)
@@ -162,6 +163,9 @@ def summarise(run: Run) -> Optional[int]:
     print(f"{run.progress.summary()}; results in {run.out}", file=sys.stderr)
     if run.beyond:
         print(f"{run.env.name}: not tried: {_limits_line(run)}", file=sys.stderr)
+    store = _artifacts(run)
+    if store is not None:
+        print(f"{run.env.name}: {stored_line(store, run.env.name)}", file=sys.stderr)
     if run.interrupted:
         print("interrupted: every finished cell is saved; run the same command again to resume", file=sys.stderr)
         return ExitCode.INTERRUPTED
@@ -172,6 +176,16 @@ STEPS: Sequence[Step] = (load, discover, expand_cells, drop_done, split_applicab
 
 
 # Helpers of the steps ---------------------------------------------------------------------------------
+
+
+def stored_line(store: ArtifactStore, env_name: str) -> str:
+    graphs = sum(1 for p in store.manifests() if p.parent.parent.name == env_name)
+    _, env_bytes = folder_bytes(store.root / env_name)
+    arrays, array_bytes = folder_bytes(store.root / "arrays")
+    return (
+        f"artifacts: {graphs} graphs in {store.root / env_name} ({env_bytes / 1e6:.1f} MB); "
+        f"{arrays} input and output arrays shared by every environment ({array_bytes / 1e6:.1f} MB)"
+    )
 
 
 def _strategies_of(family: str) -> List[str]:
@@ -185,8 +199,13 @@ def _limits_line(run: Run) -> str:
     return "beyond this environment: " + ("; ".join(parts) if parts else "none of the selected cells")
 
 
-def _done_keys(path: Path) -> set:
-    """Resume keys of the records already in this file; harness errors (a bug of ours) are always retried."""
+def _artifacts(run: Run) -> Optional[ArtifactStore]:
+    return None if run.args.no_artifacts else ArtifactStore(Path(run.args.artifacts))
+
+
+def _done_keys(path: Path, store: Optional[ArtifactStore]) -> set:
+    """Resume keys of the records already in this file; harness errors (a bug of ours) are always retried, and so
+    is a cell whose graph the artifacts folder has lost (deleted, or kept by a run without artifacts)."""
     if not path.exists():
         return set()
     found = read_results(path)
@@ -195,8 +214,13 @@ def _done_keys(path: Path) -> set:
     return {
         resume_key(r.cell_id, r.fingerprint_hash, r.harness_version, r.code_hash)
         for r in found.records
-        if r.verdict != Verdict.HARNESS_ERROR
+        if r.verdict != Verdict.HARNESS_ERROR and (store is None or not _lost_graph(r, store))
     }
+
+
+def _lost_graph(record: CellRecord, store: ArtifactStore) -> bool:
+    exported = any(s.name == "export" and s.outcome == "ok" for s in record.stages)
+    return exported and not (record.artifact and store.has(record.env, record.cell_id))
 
 
 def _new_record(run: Run, cell: CellSpec, verdict: Verdict, reason: Optional[str]) -> CellRecord:
@@ -235,7 +259,7 @@ def _cuda_check(cells: List[CellSpec]) -> Optional[str]:
         return None
     import torch
 
-    from harness.worker.session import cuda_unavailable_reason
+    from harness.judge.session import cuda_unavailable_reason
 
     if not torch.cuda.is_available():
         if os.path.exists("/proc/driver/nvidia/version"):

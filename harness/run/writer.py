@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
-from typing import Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 from harness.record import CellRecord
 
@@ -46,12 +46,20 @@ def resume_key(cell_id: str, fingerprint_hash: str, harness_version: str, code: 
 _NOT_MEASURING = ("report", "bench", "host", "progress.py", "__pycache__")
 
 
-def code_hash(cases_dirs: Sequence[str] = ()) -> str:
-    """A short hash of the harness sources that measure cells and of every case file in use."""
+# What a replay's result depends on: the code that judges a stored graph, not the code that exports one.
+REPLAY_CODE = ("replay", "judge", "artifacts", "record", "worker/options.py", "worker/loop.py")
+
+
+def code_hash(cases_dirs: Sequence[str] = (), only: Optional[Sequence[str]] = None) -> str:
+    """A short hash of the harness sources that measure cells and of every case file in use; with `only`, of those
+    parts of the harness alone (folders or files, relative to the package)."""
     package = Path(__file__).resolve().parents[1]
     files = [f for f in sorted(package.rglob("*.py")) if not set(f.relative_to(package).parts) & set(_NOT_MEASURING)]
-    for folder in [package.parent / "cases", *map(Path, cases_dirs)]:
-        files.extend(sorted(Path(folder).glob("*.py")))
+    if only is not None:
+        files = [f for f in files if any(f.relative_to(package).as_posix().startswith(part) for part in only)]
+    else:
+        for folder in [package.parent / "cases", *map(Path, cases_dirs)]:
+            files.extend(sorted(Path(folder).glob("*.py")))
     digest = hashlib.sha256()
     for f in files:
         if f.is_file():

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, ContextManager, Dict, Tuple
 
+from harness.judge.measure import peak_cuda_of, peak_rss_of, time_callable
+from harness.judge.session import OrtSession
 from harness.record import Peak, Timing
-from harness.worker.measure import peak_cuda_of, peak_rss_of, time_callable
-from harness.worker.session import OrtSession
 from harness.worker.state import CellState
 
 

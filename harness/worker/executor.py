@@ -5,6 +5,7 @@ from __future__ import annotations
 import traceback
 from typing import Optional, Sequence
 
+from harness.artifacts.store import ArtifactStore
 from harness.plan.registry import Case, get_case, load_cases
 from harness.plan.spec import CellSpec
 from harness.record import CellRecord, Fingerprint, Verdict
@@ -52,6 +53,8 @@ class CellExecutor:
         case = get_case(cell.case)
         strategy = get_strategy(cell.family, cell.strategy)
         reference = reference_strategy(cell.family)
+        if self.options.artifacts_dir:  # a cell run again keeps nothing of its earlier graph
+            ArtifactStore(self.options.artifacts_dir).discard(self.env.name, cell.cell_id)
         return run_cell(self.blank(cell, Verdict.PASS), cell, case, strategy, reference, self.options)
 
     def blank(self, cell: CellSpec, verdict: Verdict) -> CellRecord:

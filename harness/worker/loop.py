@@ -11,9 +11,7 @@ import os
 import resource
 import signal
 import sys
-from typing import IO, List, Optional
-
-from harness.plan.spec import CellSpec
+from typing import IO, Any, Callable, Dict, List, Optional
 
 
 def _protocol_stream() -> IO[str]:
@@ -41,20 +39,30 @@ def _parse(argv: Optional[List[str]]) -> argparse.Namespace:
 
 def serve(argv: Optional[List[str]] = None) -> int:
     args = _parse(argv)
+
+    def make() -> Callable[[Dict[str, Any]], Dict[str, Any]]:
+        from harness.plan.spec import CellSpec
+        from harness.worker.executor import CellExecutor
+        from harness.worker.options import Options
+
+        executor = CellExecutor(env_name=args.env, cases_dirs=args.cases_dir, options=Options.from_json(args.options))
+        return lambda job: executor.answer(CellSpec.from_dict(job)).to_json()
+
+    return serve_jobs(make, args.memory_limit_mb)
+
+
+def serve_jobs(make: Callable[[], Callable[[Dict[str, Any]], Dict[str, Any]]], memory_limit_mb: Optional[int]) -> int:
+    """The protocol of every worker process: "ready" once `make()` has built the answerer (torch imported, or the
+    runtime), then one answer line per job line, until stdin closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when the run stops
     proto = _protocol_stream()
-    _limit_memory(args.memory_limit_mb)
-
-    from harness.worker.executor import CellExecutor
-    from harness.worker.options import Options
-
-    executor = CellExecutor(env_name=args.env, cases_dirs=args.cases_dir, options=Options.from_json(args.options))
+    _limit_memory(memory_limit_mb)
+    answer = make()
     proto.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
     for line in sys.stdin:
         if not line.strip():
             continue
         request = json.loads(line)
-        record = executor.answer(CellSpec.from_dict(request["cell"]))
-        proto.write(json.dumps({"cell_id": request["cell_id"], "record": record.to_json()}) + "\n")
+        proto.write(json.dumps({"cell_id": request["cell_id"], "record": answer(request["cell"])}) + "\n")
         proto.flush()
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, fields
+from typing import Optional
 
 
 @dataclass(frozen=True)
@@ -13,6 +14,7 @@ class Options:
     memory: bool = True
     latency_budget_s: float = 0.03
     tensorrt: bool = False
+    artifacts_dir: Optional[str] = None  # keep each exported graph with its samples here (harness replay)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)

@@ -1,5 +1,5 @@
-"""One cell, stage by stage, in the order of STAGES: build, eager, export, opset, check, load, run, parity,
-dynamic, latency, memory.
+"""One cell, stage by stage, in the order of STAGES: build, eager, export, opset, check, artifact, load, run,
+parity, dynamic, latency, memory.
 
 The first stage that fails names the verdict; a fatal failure skips the stages after it, a non-fatal one (the
 checker, the measurements) lets them run for the record. Each stage is one function of the cell's state.
@@ -7,30 +7,20 @@ checker, the measurements) lets them run for the record. Each stage is one funct
 
 from __future__ import annotations
 
-import time
-import traceback
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, Tuple
 
+from harness.artifacts.store import ArtifactStore, Manifest, Sample, graph_digest
+from harness.judge import parity as parity_mod
+from harness.judge.session import OrtSession
+from harness.judge.stages import StageFailed, StageSpec, walk
 from harness.plan.registry import Case
 from harness.plan.spec import CellSpec
-from harness.record import CellRecord, ExportInfo, Parity, Stage, Verdict
+from harness.record import CellRecord, ExportInfo, Parity, Verdict
 from harness.strategies import Strategy
-from harness.worker import parity as parity_mod
 from harness.worker.costs import latency_targets, memory_targets
 from harness.worker.export import check_model, describe_model, export_onnx
 from harness.worker.options import Options
-from harness.worker.session import OrtSession
-from harness.worker.state import CellState
-
-
-class StageFailed(Exception):
-    """A stage's own finding (a mismatch, a drift): the verdict it names, and the message."""
-
-    def __init__(self, verdict: Verdict, message: str) -> None:
-        super().__init__(message)
-        self.verdict = verdict
-        self.message = message
-
+from harness.worker.state import CellState, Judged
 
 # The stages -----------------------------------------------------------------------------------------
 
@@ -60,13 +50,14 @@ def eager(s: CellState) -> None:
 
 def export(s: CellState) -> None:
     dynamic = s.cell.shape_mode == "dynamic"
+    s.input_names = list(s.case.input_names) or [f"input{i}" for i in range(len(s.inputs))]
     with s.routing():
         s.blob = export_onnx(
             s.strategy.wrap(s.model, s.cell),
             s.inputs,
             opset=s.cell.opset,
             exporter=s.cell.exporter,
-            input_names=list(s.case.input_names) or [f"input{i}" for i in range(len(s.inputs))],
+            input_names=s.input_names,
             output_names=s.case.output_names,
             dynamic_axes=s.case.dynamic_axes if dynamic else None,
         )
@@ -96,13 +87,56 @@ def run(s: CellState) -> None:
         s.found["ort_placement"] = s.session.placement(s.inputs)
 
 
-def parity(s: CellState) -> None:
-    """The graph's outputs at the export shape, then at each input variant, against the reference."""
-    failures = _judge(s, s.found.pop("ort_outputs"), s.expected, "onnxruntime vs reference")
+def artifact(s: CellState) -> None:
+    """Every input set the graph is judged on, with the reference's outputs; kept on disk when the run keeps
+    artifacts, so other runtimes can judge the same graph (harness replay)."""
+    s.judged = [Judged("export shape", "parity", s.inputs, s.expected)]
     for variant in range(1, s.case.variants + 1):
         inputs32 = _inputs(s, dict(s.case.shapes[0], variant=variant), s.cell.seed)
-        outputs = s.session.run(_convert(inputs32, s.cell))
-        failures += _judge(s, outputs, _reference_outputs(s, inputs32), f"input variant {variant}")
+        s.judged.append(
+            Judged(f"input variant {variant}", "parity", _convert(inputs32, s.cell), _reference_outputs(s, inputs32))
+        )
+    if s.cell.shape_mode == "dynamic":
+        for shape in s.case.shapes[1:]:
+            inputs32 = _inputs(s, shape, s.cell.seed + 1)
+            s.judged.append(
+                Judged(f"shape {shape}", "dynamic", _convert(inputs32, s.cell), _reference_outputs(s, inputs32))
+            )
+    if s.opts.artifacts_dir:
+        s.found["artifact"] = _keep(s, ArtifactStore(s.opts.artifacts_dir))
+
+
+def _keep(s: CellState, store: ArtifactStore) -> str:
+    samples = tuple(
+        Sample(
+            j.label,
+            j.stage,
+            tuple(map(store.put_array, _arrays(j.inputs))),
+            tuple(map(store.put_array, _arrays(j.expected))),
+        )
+        for j in s.judged
+    )
+    record = s.blank.with_(**{k: s.found[k] for k in ("actual_opset", "export") if k in s.found})
+    manifest = Manifest(
+        env=s.blank.env,
+        cell_id=s.cell.cell_id,
+        record=record.to_json(),
+        input_names=tuple(s.input_names),
+        atol=s.atol,
+        rtol=s.rtol,
+        samples=samples,
+        graph=graph_digest(s.blob),
+    )
+    store.write(manifest, s.blob)
+    return manifest.digest
+
+
+def parity(s: CellState) -> None:
+    """The graph's outputs at the export shape, then at each input variant, against the reference."""
+    first, *others = [j for j in s.judged if j.stage == "parity"]
+    failures = _judge(s, s.found.pop("ort_outputs"), first.expected, "onnxruntime vs reference")
+    for j in others:
+        failures += _judge(s, s.session.run(j.inputs), j.expected, j.label)
     if failures:
         raise StageFailed(Verdict.MISMATCH, "; ".join(failures))
 
@@ -110,10 +144,8 @@ def parity(s: CellState) -> None:
 def dynamic(s: CellState) -> None:
     """A dynamic export at the case's other shapes."""
     failures: List[str] = []
-    for shape in s.case.shapes[1:]:
-        inputs32 = _inputs(s, shape, s.cell.seed + 1)
-        outputs = s.session.run(_convert(inputs32, s.cell))
-        failures += _judge(s, outputs, _reference_outputs(s, inputs32), f"shape {shape}")
+    for j in (j for j in s.judged if j.stage == "dynamic"):
+        failures += _judge(s, s.session.run(j.inputs), j.expected, j.label)
     if failures:
         raise StageFailed(Verdict.MISMATCH, "; ".join(failures))
 
@@ -126,20 +158,13 @@ def memory(s: CellState) -> None:
     s.found["memory"] = memory_targets(s)
 
 
-class StageSpec(NamedTuple):
-    name: str
-    run: Callable[[CellState], None]
-    verdict: Verdict  # when third-party code raises in it
-    fatal: bool = True  # such a raise skips every later stage (a StageFailed finding never does)
-    when: Callable[[CellState], bool] = lambda s: True
-
-
 STAGES: Tuple[StageSpec, ...] = (
     StageSpec("build", build, Verdict.HARNESS_ERROR),
     StageSpec("eager", eager, Verdict.RUN_FAILED),
     StageSpec("export", export, Verdict.EXPORT_FAILED),
     StageSpec("opset", opset, Verdict.OPSET_DRIFT),
     StageSpec("check", check, Verdict.CHECK_FAILED, fatal=False),
+    StageSpec("artifact", artifact, Verdict.HARNESS_ERROR),
     StageSpec("load", load, Verdict.LOAD_FAILED),
     StageSpec("run", run, Verdict.RUN_FAILED),
     StageSpec("parity", parity, Verdict.MISMATCH),
@@ -156,52 +181,14 @@ STAGE_NAMES = tuple(spec.name for spec in STAGES)
 def run_cell(
     blank: CellRecord, cell: CellSpec, case: Case, strategy: Strategy, reference: Strategy, opts: Options
 ) -> CellRecord:
-    state = CellState(cell, case, strategy, reference, opts)
-    verdict: Optional[Verdict] = None
-    reason: Optional[str] = None
-    stages: List[Stage] = []
-    stopped_at: Optional[str] = None
-    for spec in STAGES:
-        if stopped_at or not spec.when(state):
-            stages.append(Stage(spec.name, "skipped"))
-            continue
-        stage, failure, fatal = _run_stage(spec, state)
-        stages.append(stage)
-        if failure is not None and verdict is None:
-            verdict, reason = failure
-        stopped_at = spec.name if fatal else None
-    if state.comparisons and stopped_at not in ("parity", "dynamic"):  # a half-judged cell has no parity
+    state = CellState(cell, case, strategy, reference, opts, blank)
+    walked = walk(STAGES, state, state.found)
+    if state.comparisons and walked.stopped_at not in ("parity", "dynamic"):  # a half-judged cell has no parity
         state.found["parity"] = _parity(parity_mod.merge(state.comparisons))
     state.found.pop("ort_outputs", None)
-    return blank.with_(verdict=verdict or Verdict.PASS, reason=reason, stages=tuple(stages), **state.found)
-
-
-def _run_stage(spec: StageSpec, state: CellState) -> Tuple[Stage, Optional[Tuple[Verdict, str]], bool]:
-    """One stage: its record, the (verdict, reason) it names if it failed, and whether the walk stops here."""
-    start = time.perf_counter()
-    try:
-        spec.run(state)
-    except StageFailed as found:  # the stage's own finding: later stages still run
-        seconds = round(time.perf_counter() - start, 6)
-        stage = Stage(spec.name, "failed", None, found.message, seconds)
-        return stage, (found.verdict, f"{spec.name}: {found.message}"), False
-    except Exception as exc:  # third-party code raised: the stage's verdict, with its message
-        seconds = round(time.perf_counter() - start, 6)
-        if spec.verdict == Verdict.HARNESS_ERROR:  # our bug (or the case's): its traceback, the first one
-            state.found.setdefault("traceback", traceback.format_exc()[-4000:])
-        stage = Stage(spec.name, "failed", type(exc).__name__, _message(exc), seconds)
-        return stage, (spec.verdict, f"{spec.name}: {type(exc).__name__}: {_first_line(exc)}"), spec.fatal
-    return Stage(spec.name, "ok", seconds=round(time.perf_counter() - start, 6)), None, False
-
-
-def _message(exc: BaseException) -> str:
-    text = str(exc).strip() or repr(exc)
-    return text if len(text) <= 4000 else text[:4000] + " ..."
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
-    return (lines[0] if lines else repr(exc))[:300]
+    return blank.with_(
+        verdict=walked.verdict or Verdict.PASS, reason=walked.reason, stages=walked.stages, **state.found
+    )
 
 
 # Inputs, references and judging -----------------------------------------------------------------------
@@ -243,3 +230,10 @@ def _judge(s: CellState, outputs: Any, expected: Any, where: str) -> List[str]:
 
 def _parity(result: Dict[str, Any]) -> Parity:
     return Parity(**{k: v for k, v in result.items() if k != "ok"})
+
+
+def _arrays(value: Any) -> List[Any]:
+    """Tensors (nested in tuples or not) as the numpy arrays a runtime is fed or compared with, as they are."""
+    if isinstance(value, (list, tuple)):
+        return [a for item in value for a in _arrays(item)]
+    return [value.detach().cpu().numpy() if hasattr(value, "detach") else value]

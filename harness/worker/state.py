@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from typing import Any, ContextManager, Dict, List, Optional, Sequence, Tuple
+from typing import Any, ContextManager, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
+from harness.judge.session import OrtSession
 from harness.plan.registry import Case
 from harness.plan.spec import CellSpec
+from harness.record import CellRecord
 from harness.strategies import Strategy, get_strategy, reference_strategy
 from harness.worker.options import Options
-from harness.worker.session import OrtSession
+
+
+class Judged(NamedTuple):
+    """One input set the graph is judged on (on the cell's device and dtype) and the reference's outputs."""
+
+    label: str
+    stage: str  # parity, dynamic
+    inputs: Tuple[Any, ...]
+    expected: Any
 
 
 @dataclass
@@ -22,6 +32,7 @@ class CellState:
     strategy: Strategy
     reference: Strategy
     opts: Options
+    blank: CellRecord  # who the cell is, before any stage: what its artifact's manifest records
     atol: float = 0.0
     rtol: float = 0.0
     found: Dict[str, Any] = field(default_factory=dict)  # record fields the stages fill in
@@ -32,6 +43,8 @@ class CellState:
     inputs: Tuple[Any, ...] = ()  # on the cell's device and dtype
     expected: Any = None
     blob: bytes = b""
+    input_names: List[str] = field(default_factory=list)
+    judged: List[Judged] = field(default_factory=list)
     session: Optional[OrtSession] = None
 
     def routing(self) -> ContextManager[None]:

@@ -1,0 +1,172 @@
+"""The artifacts folder: each exported graph beside its samples (inputs and the eager reference's outputs), the
+tolerance it was judged by and the exporting cell's record. Written by the worker, read by the replay.
+
+    artifacts/arrays/<digest>.npy.gz       an array, content-addressed: the inputs and reference outputs that many
+                                           cells share (the same seed, the same shape) are stored once, compressed
+    artifacts/<env>/<cell_id>/graph.onnx   the exported graph
+    artifacts/<env>/<cell_id>/manifest.json
+
+Torch-free and Python 3.8: it runs in every export and runtime environment.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import shutil
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Sequence, Tuple
+
+import numpy as np
+
+ARTIFACT_SCHEMA = 1
+MANIFEST = "manifest.json"
+GRAPH = "graph.onnx"
+
+
+class ArtifactError(ValueError):
+    """A folder under artifacts/ that is not an artifact this harness can read."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One input set the graph was judged on, and the stage that judges it (parity, or dynamic for other shapes)."""
+
+    label: str  # "export shape", "input variant 1", "shape {'N': 1}"
+    stage: str
+    inputs: Tuple[str, ...]  # array digests, in the graph's input order
+    outputs: Tuple[str, ...]  # the reference's outputs (float32 eager PyTorch), flattened
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """What a replay needs to judge a stored graph as its exporting cell did."""
+
+    env: str
+    cell_id: str
+    record: Dict[str, Any]  # the exporting cell's record as of its export (CellRecord.to_json())
+    input_names: Tuple[str, ...]
+    atol: float
+    rtol: float
+    samples: Tuple[Sample, ...]
+    graph: str  # sha256 of graph.onnx
+    schema_version: int = ARTIFACT_SCHEMA
+
+    @property
+    def digest(self) -> str:
+        """Names this graph with these samples and tolerance: what a replay's resume key holds on to."""
+        body = json.dumps([self.graph, self.atol, self.rtol, [asdict(s) for s in self.samples]], sort_keys=True)
+        return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+    def to_json(self) -> Dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> Manifest:
+        if not isinstance(data, dict) or data.get("schema_version") != ARTIFACT_SCHEMA:
+            raise ArtifactError(f"{where}: not an artifact manifest of schema {ARTIFACT_SCHEMA}; export it again")
+        try:
+            samples = tuple(
+                Sample(s["label"], s["stage"], tuple(s["inputs"]), tuple(s["outputs"])) for s in data["samples"]
+            )
+            return cls(
+                env=data["env"],
+                cell_id=data["cell_id"],
+                record=dict(data["record"]),
+                input_names=tuple(data["input_names"]),
+                atol=float(data["atol"]),
+                rtol=float(data["rtol"]),
+                samples=samples,
+                graph=data["graph"],
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ArtifactError(
+                f"{where}: a malformed manifest ({type(exc).__name__}: {exc}); export it again"
+            ) from None
+
+
+class ArtifactStore:
+    """The artifacts folder of a run (or of many machines' runs merged: the arrays are content-addressed)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def folder(self, env: str, cell_id: str) -> Path:
+        return self.root / env / cell_id
+
+    def array_path(self, digest: str) -> Path:
+        return self.root / "arrays" / f"{digest}.npy.gz"
+
+    # Writing (the worker) ------------------------------------------------------------------------------
+
+    def put_array(self, array: np.ndarray) -> str:
+        array = np.ascontiguousarray(array)
+        head = f"{array.dtype.str}{array.shape}".encode()
+        digest = hashlib.sha256(head + array.tobytes()).hexdigest()[:24]
+        path = self.array_path(digest)
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{digest}.{uuid.uuid4().hex[:8]}.tmp")
+            with gzip.open(tmp, "wb", compresslevel=1) as fh:  # level 1: most of the gain, little of the time
+                np.save(fh, array, allow_pickle=False)
+            os.replace(tmp, path)
+        return digest
+
+    def discard(self, env: str, cell_id: str) -> None:
+        """A cell run again keeps no graph of an earlier run (its export may fail now)."""
+        shutil.rmtree(self.folder(env, cell_id), ignore_errors=True)
+
+    def write(self, manifest: Manifest, graph: bytes) -> None:
+        """The graph and its manifest, whole or not at all: a replay never finds half a folder."""
+        final = self.folder(manifest.env, manifest.cell_id)
+        tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}.tmp")
+        tmp.mkdir(parents=True)
+        (tmp / GRAPH).write_bytes(graph)
+        (tmp / MANIFEST).write_text(json.dumps(manifest.to_json(), sort_keys=True), encoding="utf-8")
+        self.discard(manifest.env, manifest.cell_id)
+        os.replace(tmp, final)
+
+    # Reading (the replay, resume) ----------------------------------------------------------------------
+
+    def has(self, env: str, cell_id: str) -> bool:
+        return (self.folder(env, cell_id) / MANIFEST).is_file()
+
+    def manifests(self) -> Iterator[Path]:
+        """Every manifest under the folder, in a stable order."""
+        if self.root.is_dir():
+            yield from sorted(self.root.glob(f"*/*/{MANIFEST}"))
+
+    def read(self, path: Path) -> Manifest:
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ArtifactError(f"{path}: unreadable ({exc}); export it again") from None
+        return Manifest.from_json(data, str(path))
+
+    def graph_path(self, manifest: Manifest) -> Path:
+        return self.folder(manifest.env, manifest.cell_id) / GRAPH
+
+    def array(self, digest: str) -> np.ndarray:
+        with gzip.open(self.array_path(digest), "rb") as fh:
+            return np.load(fh, allow_pickle=False)
+
+    def arrays(self, digests: Sequence[str]) -> List[np.ndarray]:
+        return [self.array(d) for d in digests]
+
+
+def graph_digest(graph: bytes) -> str:
+    return hashlib.sha256(graph).hexdigest()
+
+
+def folder_bytes(path: Path) -> Tuple[int, int]:
+    """Files and bytes under a folder (0, 0 when there is none)."""
+    files = size = 0
+    for dirpath, _, names in os.walk(path):
+        for name in names:
+            files += 1
+            size += os.path.getsize(os.path.join(dirpath, name))
+    return files, size

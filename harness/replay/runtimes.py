@@ -1,0 +1,154 @@
+"""The runtimes a stored graph is replayed on, behind one small interface: load a graph file, run it on arrays,
+hand the timer a call. onnxruntime and OpenVINO; neither torch nor onnx is imported here."""
+
+from __future__ import annotations
+
+import platform
+from importlib import metadata
+from typing import Any, Callable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from harness.errors import UserError
+from harness.judge.session import OrtSession
+from harness.record import Runtime
+
+
+class Loaded:
+    """A graph a runtime has loaded: run it on arrays (in the graph's input order), or hand the timer a call."""
+
+    providers: Tuple[str, ...] = ()
+
+    def run(self, inputs: Sequence[np.ndarray]) -> List[np.ndarray]:
+        raise NotImplementedError
+
+    def call(self, inputs: Sequence[np.ndarray]) -> Callable[[], Any]:
+        raise NotImplementedError
+
+
+class RuntimeAdapter:
+    """One runtime as installed here: its name and version, the latency target it records, how it loads a graph."""
+
+    name = ""
+    target = ""  # the record's latency and memory target
+
+    def __init__(self, env_name: str, device: str = "cpu") -> None:
+        self.env_name = env_name
+        self.device = device
+        self.version = _installed(self.distributions())
+
+    def distributions(self) -> Tuple[str, ...]:
+        raise NotImplementedError
+
+    def load(self, path: str, threads: int) -> Loaded:
+        raise NotImplementedError
+
+    def providers(self) -> Tuple[str, ...]:
+        return ()
+
+    def describe(self) -> Runtime:
+        return Runtime(
+            self.name,
+            self.version,
+            env=self.env_name,
+            python=platform.python_version(),
+            platform=platform.platform(),
+            providers=self.providers(),
+        )
+
+
+class OnnxRuntime(RuntimeAdapter):
+    name = "onnxruntime"
+    target = "ort"
+
+    def distributions(self) -> Tuple[str, ...]:
+        return ("onnxruntime", "onnxruntime-gpu", "onnxruntime-openvino")
+
+    def load(self, path: str, threads: int) -> Loaded:
+        with open(path, "rb") as fh:
+            return _OrtGraph(OrtSession(fh.read(), self.device, threads))
+
+    def providers(self) -> Tuple[str, ...]:
+        import onnxruntime
+
+        return tuple(onnxruntime.get_available_providers())
+
+
+class _OrtGraph(Loaded):
+    def __init__(self, session: OrtSession) -> None:
+        self.session = session
+        self.providers = tuple(session.providers)
+
+    def run(self, inputs: Sequence[np.ndarray]) -> List[np.ndarray]:
+        return self.session.run(inputs)
+
+    def call(self, inputs: Sequence[np.ndarray]) -> Callable[[], Any]:
+        return self.session.timed_call(inputs)
+
+
+class OpenVino(RuntimeAdapter):
+    """OpenVINO reads the .onnx file itself; fp32 graphs run at f32 (not the bf16 a newer CPU would pick)."""
+
+    name = "openvino"
+    target = "openvino"
+
+    def distributions(self) -> Tuple[str, ...]:
+        return ("openvino",)
+
+    def load(self, path: str, threads: int) -> Loaded:
+        core = _core()
+        config = {"INFERENCE_NUM_THREADS": str(threads), "INFERENCE_PRECISION_HINT": "f32"}
+        return _OvGraph(core.compile_model(core.read_model(path), self.device.upper(), config))
+
+    def providers(self) -> Tuple[str, ...]:
+        return (self.device.upper(),)
+
+
+class _OvGraph(Loaded):
+    def __init__(self, compiled: Any) -> None:
+        self.compiled = compiled
+        self.request = compiled.create_infer_request()
+        self.providers = ("CPU",)
+
+    def run(self, inputs: Sequence[np.ndarray]) -> List[np.ndarray]:
+        results = self.request.infer(dict(enumerate(inputs)))
+        return [np.array(results[out]) for out in self.compiled.outputs]  # copies: the next run reuses the buffers
+
+    def call(self, inputs: Sequence[np.ndarray]) -> Callable[[], Any]:
+        feed = dict(enumerate(inputs))
+        return lambda: self.request.infer(feed)
+
+
+def _core() -> Any:
+    try:
+        from openvino import Core  # 2023.1 and later
+    except ImportError:
+        from openvino.runtime import Core  # 2023.0
+    return Core()
+
+
+ADAPTERS = {"onnxruntime": OnnxRuntime, "openvino": OpenVino}
+
+
+def _installed(names: Sequence[str]) -> Optional[str]:
+    for name in names:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def adapter_for(runtime: str, env_name: str, device: str = "cpu") -> RuntimeAdapter:
+    """The adapter of this environment's runtime; a clear error when the runtime is unknown or not installed."""
+    if runtime not in ADAPTERS:
+        raise UserError(
+            f"--runtime-kind {runtime!r} is not a runtime this harness drives; use one of {', '.join(ADAPTERS)}"
+        )
+    adapter = ADAPTERS[runtime](env_name, device)
+    if adapter.version is None:
+        raise UserError(
+            f"{runtime} is not installed in this Python ({platform.python_version()}); replay inside a runtime "
+            f"environment: nox -s \"replay(runtime='{env_name}')\""
+        )
+    return adapter

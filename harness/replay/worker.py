@@ -1,0 +1,55 @@
+"""A replay worker process (`python -m harness.replay.worker`, started by `harness replay` only): loads the runtime
+once, judges each stored graph it is sent, answers one record per graph. A graph that crashes the runtime takes
+this process down, never the replay."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional
+
+from harness.worker.loop import serve_jobs
+
+
+def _parse(argv: Optional[List[str]]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m harness.replay.worker", description="started by `harness replay`")
+    parser.add_argument("--env", required=True, help="the runtime environment's name")
+    parser.add_argument("--options", default="{}", help="harness.worker.options.Options as JSON")
+    parser.add_argument("--runtime-kind", required=True)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--memory-limit-mb", type=int, default=None)
+    return parser.parse_args(argv)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = _parse(argv)
+
+    def make() -> Callable[[Dict[str, Any]], Dict[str, Any]]:
+        from harness.artifacts.store import ArtifactStore
+        from harness.record import Verdict
+        from harness.replay.judge import replay_blank, replay_graph
+        from harness.replay.runtimes import adapter_for
+        from harness.worker.options import Options
+
+        opts = Options.from_json(args.options)
+        adapter = adapter_for(args.runtime_kind, args.env, args.device)
+        store = ArtifactStore(Path(opts.artifacts_dir or "artifacts"))
+
+        def answer(job: Dict[str, Any]) -> Dict[str, Any]:
+            manifest = store.read(Path(job["manifest"]))
+            try:
+                return replay_graph(manifest, store, adapter, opts).to_json()
+            except Exception:  # a bug of ours outside the stages: the graph's record says so
+                text = traceback.format_exc()
+                record = replay_blank(manifest, adapter, Verdict.HARNESS_ERROR, text.strip().splitlines()[-1][:300])
+                return record.with_(traceback=text[-4000:]).to_json()
+
+        return answer
+
+    return serve_jobs(make, args.memory_limit_mb)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""What the details panel shows for one cell, in the page's compact form: short arrays, with repeated messages,
+fingerprints and runtimes stored once and referred to by position."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List, Optional, Sequence
+
+from harness.record import CellRecord, Fingerprint
+from harness.report.vocab import FINGERPRINT_COLUMNS, runtime_label
+
+PARITY_KEYS = ("max_abs", "max_rel", "atol", "rtol", "min_passing_atol", "shapes_checked")
+MAX_MESSAGE = 8000  # characters of one error message kept on the page; results.json keeps them whole
+
+
+class Interned:
+    """A list of distinct values, each referred to by its position."""
+
+    def __init__(self) -> None:
+        self.values: List[Any] = []
+        self._index: Dict[str, int] = {}
+
+    def add(self, value: Any) -> int:
+        key = json.dumps(value, sort_keys=True, default=str)
+        if key not in self._index:
+            self._index[key] = len(self.values)
+            self.values.append(value)
+        return self._index[key]
+
+
+def message(text: Any) -> Optional[str]:
+    if text is None:
+        return None
+    text = str(text)
+    return (
+        text
+        if len(text) <= MAX_MESSAGE
+        else text[:MAX_MESSAGE] + f" … ({len(text) - MAX_MESSAGE} more characters in results.json)"
+    )
+
+
+def number(value: Any) -> Any:
+    # The page's script does arithmetic on these: anything else a file holds there is shown as unknown.
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def fingerprint_shown(fingerprint: Fingerprint) -> Dict[str, Any]:
+    """The fingerprint as the details panel lists it: the contract's keys, then whatever else was recorded."""
+    data = fingerprint.to_json()
+    data["ort_providers"] = ", ".join(data["ort_providers"]) or None
+    shown = {k: data[k] for k in FINGERPRINT_COLUMNS}
+    shown.update((k, v) for k, v in data.items() if k not in shown and v is not None)
+    return shown
+
+
+def runtime_shown(record: CellRecord) -> Dict[str, Any]:
+    """The runtime that judged the graph, as the details panel lists it."""
+    runtime = record.runtime
+    return {
+        "runtime": runtime_label(runtime.name, runtime.version),
+        "runtime environment": runtime.env,
+        "python": runtime.python,
+        "platform": runtime.platform,
+        "providers": ", ".join(runtime.providers) or None,
+        "precision": record.precision,
+        "artifact": record.artifact or None,
+    }
+
+
+def _export(record: CellRecord) -> Optional[Dict[str, Any]]:
+    if record.export is None:
+        return None
+    ops = sorted(([str(k), number(v)] for k, v in record.export.op_types.items()), key=lambda kv: -(kv[1] or 0))
+    return {
+        "nodes": number(record.export.nodes),
+        "bytes": number(record.export.bytes),
+        "domains": [str(d) for d in record.export.domains],
+        "ops": ops[:12],
+    }
+
+
+def detail(record: CellRecord, strings: Interned, fingerprints: Interned, runtimes: Interned) -> Dict[str, Any]:
+    """Everything the details panel shows for one cell."""
+    stages = [
+        [s.name, s.outcome, number(s.seconds), s.error_type, None if s.message is None else strings.add(message(s.message))]
+        for s in record.stages
+    ]
+    latency = {
+        t: [number(m.median_s), number(m.iqr_s), number(m.samples), number(m.threads), bool(m.noisy)]
+        for t, m in record.latency.items()
+    }
+    parity = record.parity
+    return {
+        "st": stages,
+        "ao": number(record.actual_opset),
+        "r": None if record.reason is None else strings.add(message(record.reason)),
+        "p": {k: number(getattr(parity, k)) for k in PARITY_KEYS} if parity else None,
+        "l": latency,
+        "m": {t: [number(m.peak_bytes), m.method] for t, m in record.memory.items()},
+        "x": _export(record),
+        "f": fingerprints.add(fingerprint_shown(record.fingerprint)),
+        "rt": runtimes.add(runtime_shown(record)),
+        "t": [record.started_at, record.finished_at, number(record.wall_s)],
+        "id": [record.run_id, record.cell_id, record.harness_version],
+        "tags": list(record.tags),
+    }
+
+
+def link_replays(details: List[Dict[str, Any]], origin: Sequence[Optional[int]]) -> None:
+    """Each replay names its exporting cell ("of"); each exporting cell lists its replays ("rp")."""
+    for index, exporting in enumerate(origin):
+        if exporting is None or exporting == index:
+            continue
+        details[index]["of"] = exporting
+        details[exporting].setdefault("rp", []).append(index)
