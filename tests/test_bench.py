@@ -187,7 +187,7 @@ def test_onnxruntime_session_without_arena_keeps_the_graph():
     import numpy as np
     from onnx import TensorProto, helper
 
-    from harness.worker.session import OrtSession
+    from harness.judge.session import OrtSession
 
     graph = helper.make_graph(
         [helper.make_node("Neg", ["x"], ["y"])],

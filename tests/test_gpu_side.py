@@ -11,7 +11,7 @@ import pytest
 import torch
 from conftest import ROOT, run_harness
 
-from harness.worker.session import OrtSession, cuda_unavailable_reason
+from harness.judge.session import OrtSession, cuda_unavailable_reason
 
 NO_GPU = not torch.cuda.is_available() and not Path("/proc/driver/nvidia/version").exists()
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.worker.measure import Measurement, peak_rss_of, time_callable
+from harness.judge.measure import Measurement, peak_rss_of, time_callable
 
 
 class FakeClock:

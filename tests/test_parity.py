@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.worker.parity import compare, describe_mismatch, merge
+from harness.judge.parity import compare, describe_mismatch, merge
 
 
 def test_exact_and_close_and_far():

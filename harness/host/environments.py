@@ -12,6 +12,9 @@ from typing import Any, Dict, List, Optional, Tuple
 from harness.errors import UserError
 
 ENV_DIR = Path(__file__).resolve().parents[2] / "environments"
+# Runtime environments: where stored graphs are replayed (harness replay). A Python and exact pins, no torch.
+RUNTIME_DIR = ENV_DIR / "runtimes"
+RUNTIMES = ("onnxruntime", "openvino")
 # Where an environment's pins must exist as wheels; harness.host.pins maps each to pip's platform tags.
 PLATFORMS = ("linux_x86_64", "win_amd64", "linux_aarch64")
 DEFAULT_PLATFORMS = ("linux_x86_64",)
@@ -43,6 +46,7 @@ class Environment:
     device: str = "cpu"
     default: bool = True
     platforms: Tuple[str, ...] = DEFAULT_PLATFORMS
+    runtime: Optional[str] = None  # a runtime environment's runtime (onnxruntime, openvino); None for an export one
     source: str = field(default="", compare=False)
 
     def pin(self, package: str) -> Optional[str]:
@@ -102,8 +106,20 @@ def load_environment(path: Path) -> Environment:
         device=data.get("device", "cpu"),
         default=bool(data.get("default", True)),
         platforms=_platforms(path, data),
+        runtime=_runtime(path, data),
         source=str(path),
     )
+
+
+def _runtime(path: Path, data: Dict[str, Any]) -> Optional[str]:
+    runtime = data.get("runtime")
+    if runtime is not None and runtime not in RUNTIMES:
+        raise UserError(
+            f"{path}: runtime = {runtime!r} is not one this harness drives; write one of {', '.join(RUNTIMES)}"
+        )
+    if runtime is None and path.parent.name == RUNTIME_DIR.name:
+        raise UserError(f'{path}: a runtime environment names its runtime; add runtime = "onnxruntime" (or "openvino")')
+    return runtime
 
 
 def _platforms(path: Path, data: Dict[str, Any]) -> Tuple[str, ...]:
