@@ -1,7 +1,10 @@
 """The front doors: `nox -s matrix` (CPU), `nox -s bench-gpu` (CUDA), `nox -s report`, `nox -s tests`, `nox -s lint`.
 
-Each environment under environments/ gets its own virtualenv, built once per set of pins in the cache
-folder ($ONNX_COMPAT_CACHE, default ~/.cache/onnx-compat-matrix) and linked as .nox/<env>.
+`nox -s matrix` runs every export environment (environments/*.toml), then replays their stored graphs in every
+runtime environment (environments/runtimes/*.toml: `nox -s "replay(runtime='ort1.14')"` runs one), rendering the
+page after each, so a long first run shows a partial page early. Each environment gets its own virtualenv, built
+once per set of pins in the cache folder ($ONNX_COMPAT_CACHE, default ~/.cache/onnx-compat-matrix) and linked as
+.nox/<env>. MATRIX_NO_REPORT=1 renders no page; MATRIX_NO_REPLAY=1 chains no replays (CI jobs split the work).
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
 from harness.errors import UserError  # noqa: E402
-from harness.host.environments import Environment, load_environment, load_environments  # noqa: E402
+from harness.host.environments import RUNTIME_DIR, Environment, load_environment, load_environments  # noqa: E402
 from harness.host.provision import Provisioner, link_into_repo  # noqa: E402
+from harness.record import parse_version  # noqa: E402
 
 nox.options.sessions = ["matrix", "report"]
 nox.options.default_venv_backend = "none"
@@ -26,6 +30,19 @@ nox.options.default_venv_backend = "none"
 CPU_ENVS = [e.name for e in load_environments(ROOT / "environments") if e.default]
 EXTRA_ENVS = [e.name for e in load_environments(ROOT / "environments") if not e.default]
 GPU_ENVS = [e.name for e in load_environments(ROOT / "environments" / "gpu", device="cuda")]
+
+
+def _ladder(device: str) -> list:
+    """Runtime environments in ladder order: onnxruntime by version, then OpenVINO by version."""
+    envs = load_environments(RUNTIME_DIR, device=device)
+    return sorted(
+        envs, key=lambda e: (e.runtime != "onnxruntime", parse_version(e.pin(e.runtime) or e.pins[0].split("==")[1]))
+    )
+
+
+CPU_RUNTIMES = [e.name for e in _ladder("cpu") if e.default]
+GPU_RUNTIMES = [e.name for e in _ladder("cuda") if e.default]
+ALL_RUNTIMES = [e.name for d in ("cpu", "cuda") for e in _ladder(d)]
 REPORT_PINS = ["jinja2==3.1.6", "pandas==3.1.1", "matplotlib==3.11.2", "numpy==2.4.6"]
 TEST_PINS = REPORT_PINS + [
     "pytest==9.2.0",
@@ -33,18 +50,20 @@ TEST_PINS = REPORT_PINS + [
     "playwright==1.65.2",
     "ruff==0.17.6",
     "nox==2026.10.20",
+    "check-jsonschema==0.39.0",
 ]
 # The reporter never imports torch: a small venv of its own.
 REPORT_ENV = Environment(name="report", python="3.11", pins=tuple(REPORT_PINS), source=__file__)
 
 
-def _environment(name: str):
-    path = ROOT / "environments" / f"{name}.toml"
-    if not path.exists():
-        path = ROOT / "environments" / "gpu" / f"{name}.toml"
-    if not path.exists():
-        raise UserError(f"no environment {name!r}; the files under environments/ define: {', '.join(CPU_ENVS)}")
-    return load_environment(path)
+def _environment(name: str) -> Environment:
+    for folder in (ROOT / "environments", ROOT / "environments" / "gpu", RUNTIME_DIR):
+        if (folder / f"{name}.toml").exists():
+            return load_environment(folder / f"{name}.toml")
+    raise UserError(
+        f"no environment {name!r}; the files under environments/ define {', '.join(CPU_ENVS)} "
+        f"and the runtimes {', '.join(ALL_RUNTIMES)}"
+    )
 
 
 def _provision(session: nox.Session, name: str, extra=()) -> tuple:
@@ -56,6 +75,9 @@ def _provision(session: nox.Session, name: str, extra=()) -> tuple:
         session.error(str(exc))
     link_into_repo(venv, ROOT, name)
     environ = {"PYTHONPATH": str(ROOT), "HARNESS_ENV": env.name, "PYTHONUNBUFFERED": "1"}
+    if env.runtime:
+        environ.update(HARNESS_RUNTIME=env.name, HARNESS_RUNTIME_KIND=env.runtime)
+        return venv, environ
     reason = prov.mmcv_unavailable_reason(venv) if env.mmcv else "this environment installs no mmcv"
     if reason:
         environ["HARNESS_MMCV_UNAVAILABLE"] = reason
@@ -70,12 +92,53 @@ def matrix(session: nox.Session, env: str) -> None:
 
 
 def _run_matrix(session: nox.Session, env: str) -> None:
+    session.log(f"export environment {env} ({_place(env, CPU_ENVS)}); then replays in {', '.join(CPU_RUNTIMES)}")
     venv, environ = _provision(session, env)
     session.run(
-        str(venv / "bin" / "python"), "-m", "harness", "run", "--env", env, *session.posargs, env=environ, external=True
+        str(venv / "bin" / "python"),
+        "-m",
+        "harness",
+        "run",
+        "--env",
+        env,
+        "--artifacts",
+        str(ROOT / "artifacts"),
+        *session.posargs,
+        env=environ,
+        external=True,
     )
-    if not os.environ.get("MATRIX_NO_REPORT"):  # CI jobs per environment merge their results later
-        session.notify("report")
+    _render(session, f"after {env}")
+    if not os.environ.get("MATRIX_NO_REPLAY"):  # every runtime judges the graphs once every environment exported
+        for runtime in CPU_RUNTIMES:
+            session.notify(f"replay(runtime='{runtime}')", posargs=[])
+
+
+def _place(name: str, names: list) -> str:
+    return f"{names.index(name) + 1} of {len(names)}" if name in names else "outside the defaults"
+
+
+@nox.session(python=False)
+@nox.parametrize("runtime", ALL_RUNTIMES)
+def replay(session: nox.Session, runtime: str) -> None:
+    """Judge every graph stored under artifacts/ in one runtime environment; arguments after -- go to harness replay."""
+    env = _environment(runtime)
+    if env.device == "cuda" and not _has_gpu():
+        session.error(f"replay({runtime}): a CUDA runtime, and this machine has no NVIDIA GPU; run it on a GPU machine")
+    session.log(f"runtime {runtime} ({_place(runtime, CPU_RUNTIMES)}): {env.description}")
+    venv, environ = _provision(session, runtime)
+    if env.device == "cuda":  # the CUDA libraries come as nvidia-* wheels; older onnxruntime-gpu finds them here
+        libs = sorted(str(p) for p in venv.glob("lib/python*/site-packages/nvidia/*/lib"))
+        environ["LD_LIBRARY_PATH"] = os.pathsep.join(libs + [os.environ.get("LD_LIBRARY_PATH", "")])
+    args = ["--runtime", runtime, "--runtime-kind", env.runtime, "--device", env.device]
+    args += ["--artifacts", str(ROOT / "artifacts"), "--results-dir", str(ROOT / "results")]
+    session.run(
+        str(venv / "bin" / "python"), "-m", "harness", "replay", *args, *session.posargs, env=environ, external=True
+    )
+    _render(session, f"after the replay in {runtime}")
+
+
+def _has_gpu() -> bool:
+    return Path("/proc/driver/nvidia/version").exists() or bool(shutil.which("nvidia-smi"))
 
 
 @nox.session(python=False)
@@ -93,7 +156,7 @@ def bench_gpu(session: nox.Session, env: str) -> None:
     BENCH_GPU_PYTHON=/path/to/python uses that interpreter as it is (a provisioned GPU box without a
     package index) instead of building a venv.
     """
-    if not Path("/proc/driver/nvidia/version").exists() and not shutil.which("nvidia-smi"):
+    if not _has_gpu():
         session.error("bench-gpu: no NVIDIA GPU on this machine (no driver, no nvidia-smi); run it on a GPU machine")
     args = ["-m", "harness", "run", "--env", env, "--device", "cuda", "--dtype", "float32,float16", "--tag", "gpu"]
     python = os.environ.get("BENCH_GPU_PYTHON")
@@ -102,28 +165,46 @@ def bench_gpu(session: nox.Session, env: str) -> None:
     else:
         venv, environ = _provision(session, env)
         python = str(venv / "bin" / "python")
-    session.run(python, *args, *session.posargs, env=environ, external=True)
-    if not os.environ.get("MATRIX_NO_REPORT"):
-        session.notify("report")
+    session.run(python, *args, "--artifacts", str(ROOT / "artifacts"), *session.posargs, env=environ, external=True)
+    _render(session, f"after {env}")
+    if not os.environ.get("MATRIX_NO_REPLAY"):
+        for runtime in GPU_RUNTIMES:
+            session.notify(f"replay(runtime='{runtime}')", posargs=[])
 
 
 @nox.session(python=False)
 def report(session: nox.Session) -> None:
     """Merge every results file under results/ (or the paths given after --) into reports/index.html."""
+    # A session notified by another gets its arguments: take only those meant for the report.
+    mine = any(a.split("=")[0] in ("--results", "--out", "--title") for a in session.posargs)
+    _render(session, "", (session.posargs if mine else None) or None, always=True)
+
+
+def _render(session: nox.Session, when: str, args=None, always: bool = False) -> None:
+    """The page from every results file so far (each session renders it, so a long run shows a partial page)."""
+    if os.environ.get("MATRIX_NO_REPORT") and not always:  # CI jobs per environment merge their results later
+        return
     try:
         venv = Provisioner(REPORT_ENV, log=session.log).venv()
     except UserError as exc:
         session.error(str(exc))
-    environ = {"PYTHONPATH": str(ROOT)}
-    # A matrix session notifies this one with its own arguments: take only those meant for the report.
-    mine = any(a.split("=")[0] in ("--results", "--out", "--title") for a in session.posargs)
-    args = (session.posargs if mine else None) or [
-        "--results",
-        str(ROOT / "results"),
-        "--out",
-        str(ROOT / "reports" / "index.html"),
-    ]
-    session.run(str(venv / "bin" / "python"), "-m", "harness", "report", *args, env=environ, external=True)
+    page = ROOT / "reports" / "index.html"
+    args = args or ["--results", str(ROOT / "results"), "--out", str(page)]
+    session.run(
+        str(venv / "bin" / "python"), "-m", "harness", "report", *args, env={"PYTHONPATH": str(ROOT)}, external=True
+    )
+    if when:
+        session.log(f"page rendered {when}: {page.relative_to(ROOT)} ({_results_so_far()})")
+
+
+def _results_so_far() -> str:
+    files = {p.stem for p in (ROOT / "results").glob("*.jsonl")}
+    exported = [e for e in CPU_ENVS if e in files]
+    replayed = [r for r in CPU_RUNTIMES if f"replay-{r}" in files]
+    return (
+        f"export environments {len(exported)} of {len(CPU_ENVS)}: {', '.join(exported) or 'none yet'}; "
+        f"runtimes {len(replayed)} of {len(CPU_RUNTIMES)}: {', '.join(replayed) or 'none yet'}"
+    )
 
 
 @nox.session(python=False)

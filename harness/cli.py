@@ -7,9 +7,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any, Callable, List, Optional, Tuple
 
 from harness.errors import ExitCode, UserError
+
+
+def artifacts_dir(args: argparse.Namespace) -> Path:
+    """--artifacts; else `artifacts` beside the results folder (results/ -> artifacts/), or beside --out's file."""
+    if args.artifacts:
+        return Path(args.artifacts)
+    if args.out:
+        return Path(args.out).resolve().parent / "artifacts"
+    return Path(args.results_dir).resolve().parent / "artifacts"
 
 
 def _csv(text: str) -> List[str]:
@@ -51,13 +61,17 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--no-memory", action="store_true", help="skip the peak-memory stage")
     run.add_argument("--latency-budget", type=float, default=0.03, help="seconds of timing per target (default 0.03)")
     run.add_argument("--tensorrt", action="store_true", help="prefer onnxruntime's TensorRT provider on cuda")
-    run.add_argument("--artifacts", default="artifacts", help="keep each exported graph and its samples here")
+    run.add_argument(
+        "--artifacts", default=None, help="keep each exported graph and its samples here (default: beside the results)"
+    )
     run.add_argument("--no-artifacts", action="store_true", help="keep no graphs (nothing to replay later)")
     run.add_argument("--quiet", action="store_true", help="no progress bar; the summary only")
 
 
 def add_replay_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--artifacts", default="artifacts", help="the folder `harness run` kept the graphs in")
+    p.add_argument(
+        "--artifacts", default=None, help="the folder `harness run` kept the graphs in (default: beside the results)"
+    )
     p.add_argument("--runtime", default=None, help="this runtime environment's name (default: $HARNESS_RUNTIME)")
     p.add_argument("--runtime-kind", default=None, help="onnxruntime or openvino (default: the one installed here)")
     p.add_argument("--device", default="cpu", help="cpu, or cuda for a GPU runtime (default cpu)")

@@ -115,3 +115,15 @@ def test_the_record_and_the_reporter_import_without_torch():
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=str(ROOT), capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_the_replay_side_imports_neither_torch_nor_onnx():
+    """A runtime environment holds a runtime and numpy only: what replays a graph must import there."""
+    code = (
+        "import sys, harness.cli, harness.replay.steps, harness.replay.worker, harness.replay.judge\n"
+        "harness.cli.build_parser().parse_args(['replay', '--runtime', 'x'])\n"
+        "bad = [m for m in ('torch', 'onnx', 'mmcv', 'pandas', 'jinja2') if m in sys.modules]\n"
+        "assert not bad, bad\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=str(ROOT), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr

@@ -65,6 +65,8 @@ class OnnxRuntime(RuntimeAdapter):
         return ("onnxruntime", "onnxruntime-gpu", "onnxruntime-openvino")
 
     def load(self, path: str, threads: int) -> Loaded:
+        if self.device == "cuda":
+            _preload_cuda()
         with open(path, "rb") as fh:
             return _OrtGraph(OrtSession(fh.read(), self.device, threads))
 
@@ -72,6 +74,16 @@ class OnnxRuntime(RuntimeAdapter):
         import onnxruntime
 
         return tuple(onnxruntime.get_available_providers())
+
+
+def _preload_cuda() -> None:
+    """onnxruntime-gpu >= 1.21 finds the CUDA libraries of the nvidia-* wheels itself once asked; older releases
+    read LD_LIBRARY_PATH, which nox's replay session sets for a CUDA runtime."""
+    import onnxruntime
+
+    preload = getattr(onnxruntime, "preload_dlls", None)
+    if preload is not None:
+        preload()
 
 
 class _OrtGraph(Loaded):

@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from harness import __version__
 from harness.artifacts.store import ArtifactError, ArtifactStore, Manifest
+from harness.cli import artifacts_dir
 from harness.errors import ExitCode, UserError
 from harness.plan.spec import parse_shard
 from harness.record import CellRecord, Verdict, read_results, set_aside_torn_lines
@@ -84,7 +85,7 @@ def replay_command(args: argparse.Namespace) -> int:
 
 def load(r: Replay) -> Optional[int]:
     """The stored graphs the selection names; an unreadable manifest is named and skipped, never fatal."""
-    r.store = ArtifactStore(Path(r.args.artifacts))
+    r.store = ArtifactStore(artifacts_dir(r.args))
     for path in r.store.manifests():
         try:
             manifest = r.store.read(path)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol, Sequence
 
+from harness.cli import artifacts_dir
 from harness.record import CellRecord, RecordError, Verdict
 from harness.worker.options import Options
 
@@ -55,7 +56,7 @@ class WorkerConfig:
                 memory=not args.no_memory,
                 latency_budget_s=args.latency_budget,
                 tensorrt=args.tensorrt,
-                artifacts_dir=None if args.no_artifacts else str(Path(args.artifacts).resolve()),
+                artifacts_dir=None if args.no_artifacts else str(artifacts_dir(args).resolve()),
             ),
             cases_dirs=tuple(args.cases_dir),
             memory_limit_mb=args.memory_limit_mb,

@@ -18,6 +18,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from harness import __version__
 from harness.artifacts.store import ArtifactStore, folder_bytes
+from harness.cli import artifacts_dir
 from harness.errors import ExitCode, UserError
 from harness.plan.applicable import EnvLimits, environment_limits, not_applicable_reason, split_by_limits
 from harness.plan.registry import Case
@@ -200,7 +201,7 @@ def _limits_line(run: Run) -> str:
 
 
 def _artifacts(run: Run) -> Optional[ArtifactStore]:
-    return None if run.args.no_artifacts else ArtifactStore(Path(run.args.artifacts))
+    return None if run.args.no_artifacts else ArtifactStore(artifacts_dir(run.args))
 
 
 def _done_keys(path: Path, store: Optional[ArtifactStore]) -> set:

@@ -1,0 +1,135 @@
+"""`harness replay`: stored graphs judged again by a runtime, as their exporting cell judged them, through the same
+stages, comparison and timer; crash-safe workers, resume and shards as `harness run` has them."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import onnxruntime
+import pytest
+from test_artifacts import _keep
+from test_worker_pipeline import _case
+
+from harness.artifacts.store import ArtifactStore
+from harness.errors import UserError
+from harness.plan.spec import CellSpec
+from harness.record import Verdict, read_results
+from harness.replay.judge import REPLAY_STAGES, replay_graph
+from harness.replay.runtimes import OnnxRuntime, adapter_for
+from harness.worker.options import Options
+
+OPTS = Options(threads=1, latency_budget_s=0.002)
+
+
+def _cell(opset=13, shape_mode="static"):
+    return CellSpec(
+        "unitenv", "layernorm", "unit", "{}", "decomposed", opset, "torchscript", shape_mode, "cpu", "float32"
+    )
+
+
+@pytest.fixture
+def stored(tmp_path):
+    """One real exported graph in an artifacts folder, and its exporting record."""
+    record = _keep(tmp_path / "artifacts", _case(), _cell())
+    store = ArtifactStore(tmp_path / "artifacts")
+    return store, store.read(next(store.manifests())), record
+
+
+def test_a_stored_graph_replayed_in_onnxruntime_is_judged_as_its_exporting_cell_was(stored):
+    store, manifest, exported = stored
+    record = replay_graph(manifest, store, OnnxRuntime("ortnow"), OPTS)
+    assert record.verdict is Verdict.PASS, record.reason
+    assert [s.name for s in record.stages] == [spec.name for spec in REPLAY_STAGES]
+    assert record.parity.max_abs == pytest.approx(exported.parity.max_abs, abs=1e-6)
+    assert (record.runtime.name, record.runtime.version, record.runtime.env) == (
+        "onnxruntime",
+        onnxruntime.__version__,
+        "ortnow",
+    )
+    assert record.key()[:9] == exported.key()[:9]  # the same cell; its runtime part names who judged it
+    assert record.artifact == exported.artifact == manifest.digest
+    assert (record.case, record.opset, record.actual_opset) == (exported.case, exported.opset, exported.actual_opset)
+    assert set(record.latency) == {"ort"} and record.latency["ort"].median_s > 0
+    assert record.memory["ort"].method == "rss-hwm-clear_refs" and record.eager_parity is None
+
+
+def test_outputs_beyond_the_stored_tolerance_are_a_mismatch_with_the_figures(stored):
+    store, manifest, _ = stored
+    (sample,) = manifest.samples
+    shifted = store.put_array(store.array(sample.outputs[0]) + np.float32(0.5))
+    tampered = replace(manifest, samples=(replace(sample, outputs=(shifted,)),))
+    record = replay_graph(tampered, store, OnnxRuntime("ortnow"), OPTS)
+    assert record.verdict is Verdict.MISMATCH
+    assert "onnxruntime vs reference: max abs difference 0.5" in record.reason
+    assert record.parity.max_abs == pytest.approx(0.5, abs=1e-5)
+
+
+def test_a_graph_the_runtime_refuses_is_load_failed_with_the_runtimes_own_message(stored):
+    store, manifest, _ = stored
+    store.graph_path(manifest).write_bytes(b"not a model")
+    record = replay_graph(manifest, store, OnnxRuntime("ortnow"), OPTS)
+    assert record.verdict is Verdict.LOAD_FAILED and "ONNXRuntimeError" in record.reason
+    load = record.stages[0]
+    assert load.outcome == "failed" and "ONNXRuntimeError" in load.message
+    assert [s.outcome for s in record.stages[1:]] == ["skipped"] * (len(REPLAY_STAGES) - 1)
+
+
+def test_a_runtime_that_is_not_installed_or_unknown_is_one_line_naming_the_fix():
+    with pytest.raises(
+        UserError, match="openvino is not installed in this Python .*nox -s \"replay\\(runtime='ov'\\)\""
+    ):
+        adapter_for("openvino", "ov")
+    with pytest.raises(UserError, match="use one of onnxruntime, openvino"):
+        adapter_for("tensorflow", "tf")
+
+
+def _replay(harness_cli, tmp_path, *args):
+    return harness_cli(
+        "replay", "--runtime", "ortnow", "--artifacts", str(tmp_path / "artifacts"), "--results-dir",
+        str(tmp_path / "results"), "--latency-budget", "0.002", *args,
+    )  # fmt: skip
+
+
+def _as_if_exported_with(store, version):
+    for path in store.manifests():
+        data = json.loads(path.read_text())
+        data["record"]["runtime"] = {"name": "onnxruntime", "version": version}
+        path.write_text(json.dumps(data))
+
+
+def test_the_exporting_runtime_is_not_asked_twice(stored, tmp_path, harness_cli):
+    proc = _replay(harness_cli, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"1 graphs left out: their exporting environment's own onnxruntime {onnxruntime.__version__}" in proc.stderr
+
+
+def test_replay_runs_in_workers_resumes_and_shards(stored, tmp_path, harness_cli):
+    store, _, _ = stored
+    _keep(tmp_path / "artifacts", _case(), _cell(opset=11))
+    _keep(tmp_path / "artifacts", _case(), _cell(opset=12))
+    _as_if_exported_with(store, "1.10.0")  # as though another environment's onnxruntime had judged them
+    first = _replay(harness_cli, tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "3 stored graphs, 0 already in" in first.stderr and "3 to judge" in first.stderr
+    found = read_results(tmp_path / "results" / "replay-ortnow.jsonl")
+    assert [r.verdict for r in found.records] == [Verdict.PASS] * 3
+    assert {r.runtime.env for r in found.records} == {"ortnow"} and all(r.run_id and r.code_hash for r in found.records)
+    again = _replay(harness_cli, tmp_path)
+    assert "3 already in" in again.stderr and "0 to judge" in again.stderr
+    halves = [
+        _replay(harness_cli, tmp_path, "--shard", f"{i}/2", "--out", str(tmp_path / f"s{i}.jsonl")) for i in (1, 2)
+    ]
+    assert all(p.returncode == 0 for p in halves), [p.stderr for p in halves]
+    ids = [r.cell_id for i in (1, 2) for r in read_results(tmp_path / f"s{i}.jsonl").records]
+    assert sorted(ids) == sorted(r.cell_id for r in found.records)
+
+
+def test_no_stored_graph_is_one_line_naming_what_keeps_them(tmp_path, harness_cli):
+    proc = _replay(harness_cli, tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"error: no stored graph under {tmp_path / 'artifacts'} matches the selection; `nox -s matrix` (or "
+        "`harness run`) keeps each exported graph there, or pass --artifacts DIR"
+    ]

@@ -1,0 +1,180 @@
+"""The CI workflow is only run on GitHub: check offline that it is valid and that its plan names real nox sessions."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tomllib
+from ruamel.yaml import YAML
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKFLOW = ROOT / ".github" / "workflows" / "matrix.yml"
+# Any attempt to go online fails at once: the schema vendored in check-jsonschema must be all it reads.
+OFFLINE = {k: "http://127.0.0.1:9" for k in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")}
+REPLAY_SESSION = re.compile(r"^replay\(runtime='[^'\s]+'\)$")
+RUNTIME_FIXTURES = {
+    "ort-old.toml": 'name = "ort1.8"\npython = "3.8"\nruntime = "onnxruntime"\npins = ["onnxruntime==1.8.1"]\n',
+    "openvino.toml": 'name = "openvino"\npython = 3.12\nruntime = "openvino"\npins = ["openvino==2025.1.0"]\n',
+    "ort-off.toml": 'name = "ort-off"\npython = "3.9"\nruntime = "onnxruntime"\npins = []\ndefault = false\n',
+    "ort-gpu.toml": 'name = "ort-gpu"\npython = "3.11"\nruntime = "onnxruntime"\npins = []\ndevice = "cuda"\n',
+}
+
+
+def _load() -> dict:
+    # YAML 1.2 (ruamel): the `on:` key stays a string, as GitHub reads it.
+    return YAML(typ="safe").load(WORKFLOW.read_text(encoding="utf-8"))
+
+
+def _check_jsonschema(path: Path) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.github-workflows", "--no-cache"]
+    env = {**os.environ, **OFFLINE, "NO_PROXY": "", "no_proxy": ""}
+    return subprocess.run([*cmd, str(path)], capture_output=True, text=True, env=env, timeout=120)
+
+
+def _steps(job: dict, pattern: str) -> list:
+    return [s["run"] for s in job["steps"] if re.search(pattern, s.get("run", ""))]
+
+
+def _run_plan(root: Path, tmp_path: Path) -> dict:
+    """Run the plan job's inline script as GitHub does (`shell: python`: a file run by python) and read its outputs."""
+    (step,) = [s for s in _load()["jobs"]["plan"]["steps"] if s.get("id") == "list"]
+    assert step["shell"] == "python"
+    script, output = tmp_path / "plan.py", tmp_path / "github_output"
+    script.write_text(step["run"], encoding="utf-8")
+    output.write_text("", encoding="utf-8")
+    env = {**os.environ, "GITHUB_OUTPUT": str(output)}
+    proc = subprocess.run([sys.executable, str(script)], cwd=root, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    outputs = dict(line.split("=", 1) for line in output.read_text(encoding="utf-8").splitlines())
+    assert set(outputs) == set(_load()["jobs"]["plan"]["outputs"])
+    return {key: json.loads(value) for key, value in outputs.items()}
+
+
+def _tomls(folder: Path) -> list:
+    return [tomllib.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*.toml"))]
+
+
+def _expected(root: Path) -> dict:
+    runtimes = [d for d in _tomls(root / "environments" / "runtimes") if d.get("default", True)]
+    return {
+        "include": [
+            {"env": d["name"], "python": str(d["python"])}
+            for d in _tomls(root / "environments")
+            if d.get("default", True)
+        ],
+        "runtimes": [
+            {"runtime": d["name"], "python": str(d["python"])} for d in runtimes if d.get("device", "cpu") != "cuda"
+        ],
+        "gpu_runtimes": [d["name"] for d in runtimes if d.get("device") == "cuda"],
+    }
+
+
+def _session(run: str, **matrix: str) -> str:
+    """The session a `nox -s "..."` line names, with the job's ${{ matrix.KEY }} filled in."""
+    for key, value in matrix.items():
+        run = run.replace("${{ matrix." + key + " }}", value)
+    args = shlex.split(run)
+    return args[args.index("-s") + 1]
+
+
+def _gpu_sessions(tmp_path: Path, names: list) -> list:
+    """Run bench-gpu's replay step in bash with a stand-in python3 that records its arguments."""
+    (step,) = [s for s in _load()["jobs"]["bench-gpu"]["steps"] if "GPU_RUNTIMES" in s.get("env", {})]
+    assert step["shell"] == "bash"
+    bindir, args = tmp_path / "bin", tmp_path / "args"
+    bindir.mkdir()
+    (bindir / "python3").write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > {shlex.quote(str(args))}\n")
+    (bindir / "python3").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "GPU_RUNTIMES": " ".join(names)}
+    subprocess.run(["bash", "-e", "-c", step["run"]], env=env, check=True, timeout=60)
+    argv = args.read_text(encoding="utf-8").splitlines()
+    assert argv[:3] == ["-m", "nox", "-s"] and argv[-2:] == ["--", "--quiet"]
+    return argv[3:-2]
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A copy of environments/ with runtime files of every kind: default CPU, default = false, CUDA."""
+    root = tmp_path / "repo"
+    shutil.copytree(ROOT / "environments", root / "environments", ignore=shutil.ignore_patterns("runtimes"))
+    (root / "environments" / "runtimes").mkdir()
+    for name, text in RUNTIME_FIXTURES.items():
+        (root / "environments" / "runtimes" / name).write_text(text, encoding="utf-8")
+    return root
+
+
+def test_the_workflow_is_valid_for_githubs_schema():
+    proc = _check_jsonschema(WORKFLOW)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "ok -- validation done" in proc.stdout
+
+
+def test_the_schema_check_rejects_a_job_without_runs_on(tmp_path):
+    yaml = YAML()  # round trip: the copy differs from the workflow by this one key
+    workflow = yaml.load(WORKFLOW.read_text(encoding="utf-8"))
+    del workflow["jobs"]["replay"]["runs-on"]
+    broken = tmp_path / "matrix.yml"
+    with open(broken, "w", encoding="utf-8") as fh:
+        yaml.dump(workflow, fh)
+    proc = _check_jsonschema(broken)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "$.jobs.replay: 'runs-on' is a required property" in proc.stdout
+
+
+def test_the_plan_lists_the_default_environments_and_cpu_runtimes_of_the_repo(tmp_path):
+    assert _run_plan(ROOT, tmp_path) == _expected(ROOT)
+
+
+def test_the_plan_sends_cuda_runtimes_to_the_gpu_job_and_skips_default_false(tree, tmp_path):
+    plan = _run_plan(tree, tmp_path)
+    assert plan == _expected(tree)
+    assert plan["runtimes"] == [{"runtime": "openvino", "python": "3.12"}, {"runtime": "ort1.8", "python": "3.8"}]
+    assert plan["gpu_runtimes"] == ["ort-gpu"]
+
+
+def test_every_needs_names_a_job_and_every_output_read_is_declared():
+    jobs = _load()["jobs"]
+    for name, job in jobs.items():
+        needs = job.get("needs", [])
+        needs = [needs] if isinstance(needs, str) else needs
+        assert set(needs) <= set(jobs) - {name}, name
+        for job_name, output in re.findall(r"needs\.([\w-]+)\.outputs\.([\w-]+)", json.dumps(job)):
+            assert job_name in needs, f"{name} reads {job_name}'s outputs without needing it"
+            assert output in jobs[job_name].get("outputs", {}), f"{name} reads {job_name}.outputs.{output}"
+    assert set(jobs["replay"]["needs"]) == {"plan", "matrix"}
+    assert {"matrix", "replay", "bench-gpu"} <= set(jobs["report"]["needs"])
+
+
+def test_the_replay_rows_name_replay_sessions(tree, tmp_path):
+    jobs, plan = _load()["jobs"], _run_plan(tree, tmp_path)
+    (run,) = _steps(jobs["replay"], r"\bnox -s ")
+    for row in plan["runtimes"]:
+        session = _session(run, **row)
+        assert REPLAY_SESSION.match(session) and row["runtime"] in session
+    gpu = _gpu_sessions(tmp_path, plan["gpu_runtimes"] + ["ort-gpu2"])
+    assert gpu == ["replay(runtime='ort-gpu')", "replay(runtime='ort-gpu2')"]
+
+
+def test_every_session_the_workflow_runs_exists_in_the_noxfile(tmp_path):
+    jobs, plan = _load()["jobs"], _run_plan(ROOT, tmp_path)
+    (matrix_run,) = _steps(jobs["matrix"], r"\bnox -s ")
+    (replay_run,) = _steps(jobs["replay"], r"\bnox -s ")
+    sessions = [_session(matrix_run, **row) for row in plan["include"]]
+    sessions += [_session(replay_run, **row) for row in plan["runtimes"]]
+    sessions += ["bench-gpu"] + (_gpu_sessions(tmp_path, plan["gpu_runtimes"]) if plan["gpu_runtimes"] else [])
+    proc = subprocess.run(
+        [sys.executable, "-m", "nox", "--list", "--json", "-s", *sessions, "report"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
