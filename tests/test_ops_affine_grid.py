@@ -16,10 +16,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from harness.judge.session import OrtSession
 from harness.ops import affine_grid, grid_sample
 from harness.worker.export import dynamo_available, export_onnx
 from harness.worker.fingerprint import max_opset
-from harness.judge.session import OrtSession
 
 onnx = pytest.importorskip("onnx", reason="onnx is not installed here")
 pytest.importorskip("onnxruntime", reason="onnxruntime is not installed here")
