@@ -12,6 +12,8 @@ from harness.record import read_results  # noqa: E402  (the one reader; torch-fr
 
 def load(env):
     found = read_results(Path("results") / f"{env}.jsonl")
+    if not found.records and not Path("results", f"{env}.jsonl").exists():
+        sys.exit(f"FAIL results/{env}.jsonl: missing")
     if found.refusal is not None or found.skipped:
         sys.exit(f"FAIL results/{env}.jsonl: {found.refusal.line() if found.refusal else found.skipped[0].describe()}")
     return [r.to_json() for r in found.records]
@@ -105,7 +107,62 @@ def main():
             both and all(r["verdict"] == want for r in both),
             f"torch1.8 tutorial STN, {strategy} grid_sample with the custom affine_grid: {want}",
         )
+    check_replays(t18, expect)
     return 1 if failures else 0
+
+
+def ladder():
+    """The default CPU runtime environments, as the noxfile chains them after the export matrix."""
+    import tomllib
+
+    for path in sorted(Path("environments/runtimes").glob("*.toml")):
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        if data.get("default", True) and data.get("device", "cpu") == "cpu":
+            yield data["name"]
+
+
+def check_replays(t18, expect):
+    """Every exported graph judged again on every rung of the ladder, with the runtimes' own findings."""
+    replays = {name: load(f"replay-{name}") for name in ladder()}
+    expect(len(replays) >= 9 and all(replays.values()), f"replay records for every runtime: {sorted(replays)}")
+    errors = [r for records in replays.values() for r in records if r["verdict"] == "harness_error"]
+    expect(not errors, f"no harness_error in the replays ({len(errors)} found)")
+    contrib = pick(replays["ort1.8"], env="torch1.8", case="grid_sample_op", strategy="contrib")
+    expect(
+        contrib
+        and all(r["verdict"] == "load_failed" and "GridSample is not a registered" in r["reason"] for r in contrib),
+        "torch1.8 contrib graphs on onnxruntime 1.8.1: load_failed, with onnxruntime's message",
+    )
+    for name in ("openvino2023", "openvino2026"):
+        refused = pick(replays[name], env="torch1.8", case="grid_sample_op", strategy="contrib")
+        expect(
+            refused
+            and all(r["verdict"] == "load_failed" and "GridSample" in r["stages"][0]["message"] for r in refused),
+            f"torch1.8 contrib graphs on {name}: load_failed (OpenVINO has no com.microsoft ops)",
+        )
+    exported = len(pick(t18, case="grid_sample_op", strategy="custom", opset=11, mode="bilinear"))
+    for name, records in replays.items():
+        if name == "ort1.10":  # torch1.8's own onnxruntime: its exporting cells judged these graphs
+            continue
+        custom = pick(records, env="torch1.8", case="grid_sample_op", strategy="custom", opset=11, mode="bilinear")
+        expect(
+            len(custom) == exported and all(r["verdict"] == "pass" for r in custom),
+            f"torch1.8 custom bilinear graphs (opset 11) on {name}: pass ({len(custom)} of {exported})",
+        )
+    for name, want in (("ort1.8", "load_failed"), ("ort1.14", "pass"), ("ort1.20", "pass"), ("openvino2026", "pass")):
+        native = pick(
+            replays[name],
+            env="torch2",
+            case="grid_sample_op",
+            strategy="native",
+            opset=16,
+            mode="bilinear",
+            padding_mode="zeros",
+        )
+        expect(
+            native and all(r["verdict"] == want for r in native),
+            f"torch2 native opset-16 GridSample bilinear/zeros on {name}: {want}",
+        )
 
 
 if __name__ == "__main__":

@@ -57,9 +57,9 @@ def test_a_stored_graph_replayed_in_onnxruntime_is_judged_as_its_exporting_cell_
 
 def test_outputs_beyond_the_stored_tolerance_are_a_mismatch_with_the_figures(stored):
     store, manifest, _ = stored
-    (sample,) = manifest.samples
+    sample, *calibration = manifest.samples
     shifted = store.put_array(store.array(sample.outputs[0]) + np.float32(0.5))
-    tampered = replace(manifest, samples=(replace(sample, outputs=(shifted,)),))
+    tampered = replace(manifest, samples=(replace(sample, outputs=(shifted,)), *calibration))
     record = replay_graph(tampered, store, OnnxRuntime("ortnow"), OPTS)
     assert record.verdict is Verdict.MISMATCH
     assert "onnxruntime vs reference: max abs difference 0.5" in record.reason

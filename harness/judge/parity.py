@@ -34,11 +34,15 @@ def to_numpy_list(value: Any) -> List[np.ndarray]:
 
 
 def compare(actual: Any, expected: Any, atol: float, rtol: float) -> Dict[str, Any]:
-    """max_abs, max_rel and the smallest atol that would pass at this rtol; NaN must match NaN."""
+    """max_abs, max_rel and the smallest atol that would pass at this rtol; NaN must match NaN. Also the mean
+    absolute error and, for image-like (4-D) outputs, the PSNR over the reference's range: what a converted
+    (fp16, int8) graph costs in accuracy."""
     got, want = to_numpy_list(actual), to_numpy_list(expected)
     if len(got) != len(want):
         return _failed(atol, rtol, f"{len(got)} outputs, expected {len(want)}")
     max_abs = max_rel = need = 0.0
+    total = count = 0.0
+    psnr: Optional[float] = None
     for a, b in zip(got, want):
         if a.shape != b.shape:
             return _failed(atol, rtol, f"output shape {list(a.shape)}, expected {list(b.shape)}")
@@ -55,6 +59,9 @@ def compare(actual: Any, expected: Any, atol: float, rtol: float) -> Dict[str, A
         max_abs = max(max_abs, float(diff.max()))
         max_rel = max(max_rel, float((diff / np.maximum(ref, 1e-12)).max()))
         need = max(need, float((diff - rtol * ref).max()))
+        total, count = total + float(diff.sum()), count + diff.size
+        if b.ndim == 4:
+            psnr = _worst_psnr(psnr, diff, b[mask])
     need = max(0.0, need)
     return {
         "ok": need <= atol,
@@ -64,7 +71,19 @@ def compare(actual: Any, expected: Any, atol: float, rtol: float) -> Dict[str, A
         "rtol": rtol,
         "min_passing_atol": need,
         "note": None,
+        "mean_abs": total / count if count else 0.0,
+        "psnr": psnr,
     }
+
+
+def _worst_psnr(worst: Optional[float], diff: np.ndarray, ref: np.ndarray) -> Optional[float]:
+    """PSNR in dB of one output over the reference's own range (peak to peak); inf for an exact match."""
+    peak = float(ref.max() - ref.min()) if ref.size else 0.0
+    mse = float(np.mean(diff * diff))
+    if peak <= 0:
+        return worst
+    value = float("inf") if mse == 0 else 10.0 * np.log10(peak * peak / mse)
+    return value if worst is None else min(worst, value)
 
 
 def _failed(atol: float, rtol: float, note: str) -> Dict[str, Any]:
@@ -77,6 +96,8 @@ def _failed(atol: float, rtol: float, note: str) -> Dict[str, Any]:
         "rtol": rtol,
         "min_passing_atol": inf,
         "note": note,
+        "mean_abs": inf,
+        "psnr": None,
     }
 
 
@@ -84,8 +105,10 @@ def merge(results: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
     """The worst of several comparisons (several shapes of one dynamic cell)."""
     worst = dict(results[0])
     for r in results[1:]:
-        for key in ("max_abs", "max_rel", "min_passing_atol"):
+        for key in ("max_abs", "max_rel", "min_passing_atol", "mean_abs"):
             worst[key] = max(worst[key], r[key])
+        if r.get("psnr") is not None:
+            worst["psnr"] = r["psnr"] if worst.get("psnr") is None else min(worst["psnr"], r["psnr"])
         worst["ok"] = worst["ok"] and r["ok"]
         worst["note"] = worst["note"] or r["note"]
     worst["shapes_checked"] = len(results)

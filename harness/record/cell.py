@@ -91,6 +91,8 @@ class Parity:
     min_passing_atol: Optional[float]
     note: Optional[str] = None
     shapes_checked: Optional[int] = None
+    mean_abs: Optional[float] = None  # mean absolute error over every output element
+    psnr: Optional[float] = None  # dB over the reference's range, for image-like (4-D) outputs
 
 
 @dataclass(frozen=True)

@@ -106,6 +106,20 @@ def artifact(s: CellState) -> None:
         s.found["artifact"] = _keep(s, ArtifactStore(s.opts.artifacts_dir))
 
 
+# Input sets for calibrating a static int8 quantization of the graph: the case's own inputs at the export shape
+# under other seeds than any set the graph is judged on. Not for the benchmark-size cases (their inputs are large
+# and they are not converted).
+CALIBRATION_SETS = 4
+CALIBRATION_SEED = 1000
+
+
+def _calibration(s: CellState) -> List[Tuple[Any, ...]]:
+    if "bench" in s.case.tags:
+        return []
+    seeds = (s.cell.seed + CALIBRATION_SEED + i for i in range(CALIBRATION_SETS))
+    return [_convert(_inputs(s, s.case.shapes[0], seed), s.cell) for seed in seeds]
+
+
 def _keep(s: CellState, store: ArtifactStore) -> str:
     samples = tuple(
         Sample(
@@ -115,6 +129,9 @@ def _keep(s: CellState, store: ArtifactStore) -> str:
             tuple(map(store.put_array, _arrays(j.expected))),
         )
         for j in s.judged
+    ) + tuple(
+        Sample(f"calibration {i + 1}", "calibration", tuple(map(store.put_array, _arrays(inputs))), ())
+        for i, inputs in enumerate(_calibration(s))
     )
     record = s.blank.with_(**{k: s.found[k] for k in ("actual_opset", "export") if k in s.found})
     manifest = Manifest(
