@@ -20,7 +20,13 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
 from harness.errors import UserError  # noqa: E402
-from harness.host.environments import RUNTIME_DIR, Environment, load_environment, load_environments  # noqa: E402
+from harness.host.environments import (  # noqa: E402
+    RUNTIME_DIR,
+    TOOLS_DIR,
+    Environment,
+    load_environment,
+    load_environments,
+)
 from harness.host.provision import Provisioner, link_into_repo  # noqa: E402
 from harness.record import parse_version  # noqa: E402
 
@@ -51,13 +57,14 @@ TEST_PINS = REPORT_PINS + [
     "ruff==0.17.6",
     "nox==2026.10.20",
     "check-jsonschema==0.39.0",
+    "onnxconverter-common==1.16.0",  # the fp16 converter, for the conversion tests
 ]
 # The reporter never imports torch: a small venv of its own.
 REPORT_ENV = Environment(name="report", python="3.11", pins=tuple(REPORT_PINS), source=__file__)
 
 
 def _environment(name: str) -> Environment:
-    for folder in (ROOT / "environments", ROOT / "environments" / "gpu", RUNTIME_DIR):
+    for folder in (ROOT / "environments", ROOT / "environments" / "gpu", RUNTIME_DIR, TOOLS_DIR):
         if (folder / f"{name}.toml").exists():
             return load_environment(folder / f"{name}.toml")
     raise UserError(
@@ -108,7 +115,8 @@ def _run_matrix(session: nox.Session, env: str) -> None:
         external=True,
     )
     _render(session, f"after {env}")
-    if not os.environ.get("MATRIX_NO_REPLAY"):  # every runtime judges the graphs once every environment exported
+    if not os.environ.get("MATRIX_NO_REPLAY"):  # once every environment has exported: convert, then every runtime
+        session.notify("convert", posargs=[])
         for runtime in CPU_RUNTIMES:
             session.notify(f"replay(runtime='{runtime}')", posargs=[])
 
@@ -130,11 +138,22 @@ def replay(session: nox.Session, runtime: str) -> None:
         libs = sorted(str(p) for p in venv.glob("lib/python*/site-packages/nvidia/*/lib"))
         environ["LD_LIBRARY_PATH"] = os.pathsep.join(libs + [os.environ.get("LD_LIBRARY_PATH", "")])
     args = ["--runtime", runtime, "--runtime-kind", env.runtime, "--device", env.device]
+    args += ["--precision", ",".join(env.precisions)]
     args += ["--artifacts", str(ROOT / "artifacts"), "--results-dir", str(ROOT / "results")]
     session.run(
         str(venv / "bin" / "python"), "-m", "harness", "replay", *args, *session.posargs, env=environ, external=True
     )
     _render(session, f"after the replay in {runtime}")
+
+
+@nox.session(python=False)
+def convert(session: nox.Session) -> None:
+    """The stored fp32 graphs of the real models to fp16 and int8, once; arguments after -- go to harness convert."""
+    venv, environ = _provision(session, "convert")
+    args = ["--artifacts", str(ROOT / "artifacts"), "--results-dir", str(ROOT / "results")]
+    session.run(
+        str(venv / "bin" / "python"), "-m", "harness", "convert", *args, *session.posargs, env=environ, external=True
+    )
 
 
 def _has_gpu() -> bool:

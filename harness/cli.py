@@ -1,4 +1,4 @@
-"""`python -m harness run|replay|list|report|bench-op`: one argparse tree; each world adds its own subcommand's flags.
+"""`python -m harness run|replay|convert|list|report|bench-op`: one argparse tree; each world adds its flags.
 
 A command returns an exit code (harness.errors.ExitCode); a UserError becomes one line on stderr and exit 2.
 """
@@ -79,6 +79,9 @@ def add_replay_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--case", type=_csv, default=[], help="case names, comma-separated")
     p.add_argument("--family", type=_csv, default=[], help="families (grid_sample, resize, ...)")
     p.add_argument("--strategy", type=_csv, default=[], help="strategies (native, custom, mmcv, contrib, naive)")
+    p.add_argument(
+        "--precision", type=_csv, default=[], help="fp32, fp16, int8-dynamic, int8-static (default: every one stored)"
+    )
     p.add_argument("--results-dir", default="results", help="folder of the results files (default: results)")
     p.add_argument(
         "--out", default=None, help="results file (default: RESULTS_DIR/replay-RUNTIME[.shard-I-of-N].jsonl)"
@@ -98,6 +101,25 @@ def add_replay_arguments(p: argparse.ArgumentParser) -> None:
         help="seconds of timing per graph (default 0.01: a third of a cell's)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar; the summary only")
+
+
+def add_convert_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--artifacts", default=None, help="the folder `harness run` kept the graphs in (default: beside the results)"
+    )
+    p.add_argument("--precision", type=_csv, default=[], help="fp16, int8-dynamic, int8-static (default: all three)")
+    p.add_argument("--tag", type=_csv, default=["model"], help="only graphs of cases with these tags (default: model)")
+    p.add_argument("--case", type=_csv, default=[], help="case names, comma-separated")
+    p.add_argument("--from-env", type=_csv, default=[], help="only graphs exported in these environments")
+    p.add_argument("--results-dir", default="results", help="where convert.jsonl records failed conversions")
+    p.add_argument("--out", default=None, help="the conversions' records (default: RESULTS_DIR/convert.jsonl)")
+    p.add_argument("--rerun", action="store_true", help="convert again even when a converted graph exists")
+
+
+def _convert(args: argparse.Namespace) -> int:
+    from harness.artifacts.command import convert_command
+
+    return convert_command(args)
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -135,10 +157,11 @@ def build_parser() -> argparse.ArgumentParser:
     from harness.report import cli as report_cli
 
     parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{run,replay,list,report,bench-op}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{run,replay,convert,list,report,bench-op}")
     commands: List[Tuple[str, str, Callable[[argparse.ArgumentParser], Any], Callable[[argparse.Namespace], int]]] = [
         ("run", "run the matrix's cells in this environment and append their records", add_run_arguments, _run),
         ("replay", "judge stored graphs again in this runtime environment (no torch)", add_replay_arguments, _replay),
+        ("convert", "convert stored graphs to fp16 and int8 (no torch)", add_convert_arguments, _convert),
         ("list", "list the cases, strategies, cells and this environment's limits", _add_list_arguments, _list),
         ("report", "render the HTML page from results files (no torch needed)", report_cli.add_arguments, _report),
         ("bench-op", "benchmark grid_sample implementations side by side", bench_cli.add_arguments, _bench),

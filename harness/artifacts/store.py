@@ -54,12 +54,16 @@ class Manifest:
     rtol: float
     samples: Tuple[Sample, ...]
     graph: str  # sha256 of graph.onnx
+    precision: str = "fp32"  # fp16, int8-dynamic, int8-static: a graph converted from the fp32 one
+    converter: str = ""  # what converted it, with its version ("onnxconverter-common 1.16.0")
+    source: str = ""  # the digest of the fp32 graph's manifest it was converted from
     schema_version: int = ARTIFACT_SCHEMA
 
     @property
     def digest(self) -> str:
         """Names this graph with these samples and tolerance: what a replay's resume key holds on to."""
-        body = json.dumps([self.graph, self.atol, self.rtol, [asdict(s) for s in self.samples]], sort_keys=True)
+        samples = [asdict(s) for s in self.samples]
+        body = json.dumps([self.graph, self.atol, self.rtol, samples, self.precision, self.converter], sort_keys=True)
         return hashlib.sha256(body.encode()).hexdigest()[:16]
 
     def to_json(self) -> Dict[str, Any]:
@@ -82,6 +86,9 @@ class Manifest:
                 rtol=float(data["rtol"]),
                 samples=samples,
                 graph=data["graph"],
+                precision=str(data.get("precision", "fp32")),
+                converter=str(data.get("converter", "")),
+                source=str(data.get("source", "")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ArtifactError(
@@ -95,8 +102,10 @@ class ArtifactStore:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
 
-    def folder(self, env: str, cell_id: str) -> Path:
-        return self.root / env / cell_id
+    def folder(self, env: str, cell_id: str, precision: str = "fp32") -> Path:
+        """A cell's folder holds its fp32 graph; each conversion of it lives in a subfolder named by precision."""
+        cell = self.root / env / cell_id
+        return cell if precision == "fp32" else cell / precision
 
     def array_path(self, digest: str) -> Path:
         return self.root / "arrays" / f"{digest}.npy.gz"
@@ -122,23 +131,26 @@ class ArtifactStore:
 
     def write(self, manifest: Manifest, graph: bytes) -> None:
         """The graph and its manifest, whole or not at all: a replay never finds half a folder."""
-        final = self.folder(manifest.env, manifest.cell_id)
+        final = self.folder(manifest.env, manifest.cell_id, manifest.precision)
         tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}.tmp")
         tmp.mkdir(parents=True)
         (tmp / GRAPH).write_bytes(graph)
         (tmp / MANIFEST).write_text(json.dumps(manifest.to_json(), sort_keys=True), encoding="utf-8")
-        self.discard(manifest.env, manifest.cell_id)
+        if manifest.precision == "fp32":
+            self.discard(manifest.env, manifest.cell_id)  # a new export: its conversions go with the old graph
+        else:
+            shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)
 
     # Reading (the replay, resume) ----------------------------------------------------------------------
 
-    def has(self, env: str, cell_id: str) -> bool:
-        return (self.folder(env, cell_id) / MANIFEST).is_file()
+    def has(self, env: str, cell_id: str, precision: str = "fp32") -> bool:
+        return (self.folder(env, cell_id, precision) / MANIFEST).is_file()
 
     def manifests(self) -> Iterator[Path]:
-        """Every manifest under the folder, in a stable order."""
+        """Every manifest under the folder (fp32 graphs and their conversions), in a stable order."""
         if self.root.is_dir():
-            yield from sorted(self.root.glob(f"*/*/{MANIFEST}"))
+            yield from sorted([*self.root.glob(f"*/*/{MANIFEST}"), *self.root.glob(f"*/*/*/{MANIFEST}")])
 
     def read(self, path: Path) -> Manifest:
         try:
@@ -148,7 +160,7 @@ class ArtifactStore:
         return Manifest.from_json(data, str(path))
 
     def graph_path(self, manifest: Manifest) -> Path:
-        return self.folder(manifest.env, manifest.cell_id) / GRAPH
+        return self.folder(manifest.env, manifest.cell_id, manifest.precision) / GRAPH
 
     def array(self, digest: str) -> np.ndarray:
         with gzip.open(self.array_path(digest), "rb") as fh:

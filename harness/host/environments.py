@@ -15,6 +15,9 @@ ENV_DIR = Path(__file__).resolve().parents[2] / "environments"
 # Runtime environments: where stored graphs are replayed (harness replay). A Python and exact pins, no torch.
 RUNTIME_DIR = ENV_DIR / "runtimes"
 RUNTIMES = ("onnxruntime", "openvino")
+# The converter environment (fp16, int8 conversions of stored graphs: harness convert).
+TOOLS_DIR = ENV_DIR / "tools"
+PRECISIONS = ("fp32", "fp16", "int8-dynamic", "int8-static")
 # Where an environment's pins must exist as wheels; harness.host.pins maps each to pip's platform tags.
 PLATFORMS = ("linux_x86_64", "win_amd64", "linux_aarch64")
 DEFAULT_PLATFORMS = ("linux_x86_64",)
@@ -47,6 +50,7 @@ class Environment:
     default: bool = True
     platforms: Tuple[str, ...] = DEFAULT_PLATFORMS
     runtime: Optional[str] = None  # a runtime environment's runtime (onnxruntime, openvino); None for an export one
+    precisions: Tuple[str, ...] = ("fp32",)  # the precisions a runtime environment judges by default
     source: str = field(default="", compare=False)
 
     def pin(self, package: str) -> Optional[str]:
@@ -107,6 +111,7 @@ def load_environment(path: Path) -> Environment:
         default=bool(data.get("default", True)),
         platforms=_platforms(path, data),
         runtime=_runtime(path, data),
+        precisions=_precisions(path, data),
         source=str(path),
     )
 
@@ -120,6 +125,13 @@ def _runtime(path: Path, data: Dict[str, Any]) -> Optional[str]:
     if runtime is None and path.parent.name == RUNTIME_DIR.name:
         raise UserError(f'{path}: a runtime environment names its runtime; add runtime = "onnxruntime" (or "openvino")')
     return runtime
+
+
+def _precisions(path: Path, data: Dict[str, Any]) -> Tuple[str, ...]:
+    precisions = data.get("precisions", ["fp32"])
+    if not isinstance(precisions, list) or not precisions or any(p not in PRECISIONS for p in precisions):
+        raise UserError(f"{path}: precisions = {precisions!r}; write a list of {', '.join(PRECISIONS)}")
+    return tuple(precisions)
 
 
 def _platforms(path: Path, data: Dict[str, Any]) -> Tuple[str, ...]:

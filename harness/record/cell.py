@@ -173,6 +173,7 @@ class CellRecord:
     operators: Dict[str, str] = field(default_factory=dict)  # family -> strategy, for models of several operators
     runtime: Runtime = Runtime("onnxruntime", None)
     precision: str = "fp32"
+    converter: str = ""  # what made a converted graph (fp16, int8) from the exported one, with its version
     artifact: str = ""  # digest of the stored graph and its samples (harness.artifacts), "" when none was kept
     portability: str = "standard"
     tags: Tuple[str, ...] = ()

@@ -92,6 +92,8 @@ def replay_blank(
     return exported.with_(
         runtime=adapter.describe(),
         artifact=manifest.digest,
+        precision=manifest.precision,
+        converter=manifest.converter,
         verdict=verdict,
         reason=reason,
         stages=(),

@@ -36,11 +36,12 @@ class ReplayJob:
     manifest: str
     env: str
     cell: str  # the exporting cell's id
+    precision: str
     text: str
 
     @property
     def cell_id(self) -> str:
-        return f"{self.env}/{self.cell}"
+        return job_id(self.env, self.cell, self.precision)
 
     def to_dict(self) -> Dict[str, Any]:
         return {"manifest": self.manifest}
@@ -92,8 +93,9 @@ def load(r: Replay) -> Optional[int]:
         except ArtifactError as exc:
             r.unreadable.append(str(exc))
             continue
-        if _selected(manifest.record, r.args):
-            job = ReplayJob(str(path), manifest.env, manifest.cell_id, _label(manifest.record))
+        if _selected(manifest, r.args):
+            label = _label(manifest.record) + ("" if manifest.precision == "fp32" else f" {manifest.precision}")
+            job = ReplayJob(str(path), manifest.env, manifest.cell_id, manifest.precision, label)
             r.manifests[job.cell_id] = manifest
             r.jobs.append(job)
     for line in r.unreadable:
@@ -120,7 +122,12 @@ def expand(r: Replay) -> Optional[int]:
     """Leave out the graphs their exporting cell already judged in this very runtime; keep this machine's shard."""
     mine = (r.adapter.name, r.adapter.version)
     runtime_of = {j: (m.record.get("runtime") or {}) for j, m in r.manifests.items()}
-    same = [j for j in r.jobs if (runtime_of[j.cell_id].get("name"), runtime_of[j.cell_id].get("version")) == mine]
+    same = [
+        j
+        for j in r.jobs
+        if j.precision == "fp32"  # a converted graph was never run by its exporting environment
+        and (runtime_of[j.cell_id].get("name"), runtime_of[j.cell_id].get("version")) == mine
+    ]
     r.judged_at_export = len(same)
     shard = parse_shard(r.args.shard)
     r.jobs = [j for j in r.jobs if j not in same and (shard is None or int(j.cell, 16) % shard[1] == shard[0] - 1)]
@@ -179,9 +186,15 @@ STEPS: Sequence[Step] = (load, discover, expand, drop_done, execute, summarise)
 # Helpers of the steps ---------------------------------------------------------------------------------
 
 
-def _selected(record: Dict[str, Any], args: argparse.Namespace) -> bool:
+def job_id(env: str, cell: str, precision: str) -> str:
+    return f"{env}/{cell}" + ("" if precision == "fp32" else f"@{precision}")
+
+
+def _selected(manifest: Manifest, args: argparse.Namespace) -> bool:
+    record = manifest.record
     wanted = (("env", args.from_env), ("case", args.case), ("family", args.family), ("strategy", args.strategy))
-    return all(not names or record.get(key) in names for key, names in wanted)
+    chosen = all(not names or record.get(key) in names for key, names in wanted)
+    return chosen and (not args.precision or manifest.precision in args.precision)
 
 
 def _label(record: Dict[str, Any]) -> str:
@@ -215,7 +228,12 @@ def _done_keys(path: Path) -> set:
     if found.refusal is not None:
         raise UserError(f"{found.refusal.line()}; or pass --out to write elsewhere")
     return {
-        (f"{rec.env}/{rec.cell_id}", rec.artifact, rec.runtime, f"{rec.harness_version}+{rec.code_hash}")
+        (
+            job_id(rec.env, rec.cell_id, rec.precision),
+            rec.artifact,
+            rec.runtime,
+            f"{rec.harness_version}+{rec.code_hash}",
+        )
         for rec in found.records
         if rec.verdict != Verdict.HARNESS_ERROR
     }

@@ -109,16 +109,25 @@ def rank(candidates: Sequence[Candidate]) -> List[Candidate]:
     return sorted(candidates, key=rank_key)
 
 
-def _ratio_by_candidate(ratios: pd.DataFrame) -> Dict[Tuple[str, str], Optional[float]]:
-    if ratios.empty:
+Ratios = Dict[Tuple[str, str], Optional[float]]  # (strategy, exporter) -> geometric mean ratio
+
+
+def group_costs(table: pd.DataFrame) -> Dict[Tuple[object, ...], Tuple[Ratios, str]]:
+    """Per group: each candidate's geometric mean ratio, and the reference most of them were taken against."""
+    if table.empty:
         return {}
-    return {key: geomean(group["ratio"]) for key, group in ratios.groupby(CANDIDATE)}
+    found: Dict[Tuple[object, ...], Tuple[Ratios, str]] = {}
+    labels = table.groupby(GROUP, sort=False)["ref_label"].agg(main_kind)
+    for key, label in labels.items():
+        found[key] = ({}, str(label))
+    for key, ratio in table.groupby(GROUP + CANDIDATE, sort=False)["ratio"].agg(geomean).items():
+        found[key[: len(GROUP)]][0][key[len(GROUP) :]] = None if pd.isna(ratio) else float(ratio)
+    return found
 
 
-def candidates(group: pd.DataFrame, lat: pd.DataFrame, mem: pd.DataFrame) -> List[Candidate]:
+def candidates(group: pd.DataFrame, lat_ratio: Ratios, mem_ratio: Ratios) -> List[Candidate]:
     """Every candidate of one group, measured against every combination the group holds."""
     needed = sorted(set(map(tuple, group[COMBO].astype(str).values.tolist())))
-    lat_ratio, mem_ratio = _ratio_by_candidate(lat), _ratio_by_candidate(mem)
     found = []
     for (strategy, exporter), cells in group.groupby(CANDIDATE):
         verdicts = {tuple(map(str, k)): v for k, v in zip(cells[COMBO].values.tolist(), cells["verdict"])}
@@ -192,16 +201,14 @@ def explain(ranked: Sequence[Candidate], latency_ref: str = "", memory_ref: str 
 
 def advise(frame: pd.DataFrame) -> List[Advice]:
     """The ranked candidates of every (environment, runtime, opset, device, family) in the table."""
-    lat = _by_group(best_reference_only(with_ratios(frame, "latency"), GROUP))
-    mem = _by_group(best_reference_only(with_ratios(frame, "memory"), GROUP))
+    lat = group_costs(best_reference_only(with_ratios(frame, "latency"), GROUP))
+    mem = group_costs(best_reference_only(with_ratios(frame, "memory"), GROUP))
     advice = []
     for key, group in frame.groupby(GROUP, sort=True):
-        group_lat = lat.get(key, _NO_RATIOS)
-        group_mem = mem.get(key, _NO_RATIOS)
-        found = candidates(group, group_lat, group_mem)
+        (lat_ratio, lat_ref), (mem_ratio, mem_ref) = lat.get(key, ({}, "")), mem.get(key, ({}, ""))
+        found = candidates(group, lat_ratio, mem_ratio)
         ranked = rank([c for c in found if not never_applies(c)])
         inapplicable = tuple(rank([c for c in found if never_applies(c)]))
-        lat_ref, mem_ref = main_kind(group_lat["ref_label"]), main_kind(group_mem["ref_label"])
         env, runtime, opset, device, family = key
         advice.append(
             Advice(
@@ -249,10 +256,3 @@ def _choice(operators: str) -> str:
     """ "affine_grid=custom" -> "the custom affine_grid"."""
     parts = [pair.split("=", 1) for pair in str(operators).split(",") if "=" in pair]
     return " and ".join(f"the {name} {family}" for family, name in parts)
-
-
-_NO_RATIOS = pd.DataFrame(columns=CANDIDATE + ["ratio", "ref_kind", "ref_label"])
-
-
-def _by_group(table: pd.DataFrame) -> Dict[Tuple[object, ...], pd.DataFrame]:
-    return {key: part for key, part in table.groupby(GROUP)} if not table.empty else {}

@@ -9,7 +9,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 import pandas as pd
 
 from harness.record import Verdict, portability_label
-from harness.report.advisor import Advice, Candidate, Failure
+from harness.report.advisor import GROUP, Advice, Candidate, Failure
 from harness.report.costs import format_bytes, format_ratio, format_seconds
 from harness.report.runtimes import Evidence, evidence, ladder
 from harness.report.upgrade import side
@@ -98,20 +98,26 @@ def _combo_text(failure: Failure, labels: Mapping[Tuple[str, str], str], several
     return "{} ({})".format(text, ", ".join(extra)) if extra else text
 
 
-def _verdict_label(verdict: str) -> str:
+def _verdict_label(verdict: str, home: bool) -> str:
     try:
         return VERDICT_STYLE[Verdict(verdict)].label
     except (ValueError, KeyError):
-        return "not run"  # "missing": the candidate has no cell for a combination
+        # "missing": the candidate has no cell for a combination; in another runtime, its graph was not replayed
+        return "not run" if home else "not replayed"
 
 
 def candidate_row(
-    rank: int, c: Candidate, labels: Mapping[Tuple[str, str], str], several: Mapping[str, bool], seen: str = ""
+    rank: int,
+    c: Candidate,
+    labels: Mapping[Tuple[str, str], str],
+    several: Mapping[str, bool],
+    seen: str = "",
+    home: bool = True,
 ) -> CandidateRow:
     groups: Dict[str, List[str]] = {}
     for failure in c.failures:
         groups.setdefault(failure.verdict, []).append(_combo_text(failure, labels, several))
-    failures = tuple(FailureGroup(v, _verdict_label(v), tuple(combos)) for v, combos in groups.items())
+    failures = tuple(FailureGroup(v, _verdict_label(v, home), tuple(combos)) for v, combos in groups.items())
     return CandidateRow(
         rank=rank,
         strategy=c.strategy,
@@ -150,22 +156,16 @@ def _seen(found: Optional[Evidence], home: Sequence[str]) -> str:
 
 def advice_card(
     advice: Advice,
-    frame: pd.DataFrame,
+    group: pd.DataFrame,
     labels: Mapping[Tuple[str, str], str],
     seen: Mapping[Tuple[object, ...], Evidence],
     home: Sequence[str],
 ) -> AdviceCard:
-    group = frame[
-        (frame["env"] == advice.env)
-        & (frame["runtime"] == advice.runtime)
-        & (frame["opset"] == advice.opset)
-        & (frame["device"] == advice.device)
-        & (frame["family"] == advice.family)
-    ]
+    """The card of one piece of advice (`group`: the cells it was given, advisor.GROUP's rows)."""
     several = {k: group[k].nunique() > 1 for k in ("case", "shape_mode", "dtype")}
     scope = (advice.env, advice.opset, advice.device, advice.family)
     rows = tuple(
-        candidate_row(i + 1, c, labels, several, _seen(seen.get(scope + (c.strategy, c.exporter)), home))
+        candidate_row(i + 1, c, labels, several, _seen(seen.get(scope + (c.strategy, c.exporter)), home), advice.home)
         for i, c in enumerate(advice.ranked)
     )
     pick = advice.pick
@@ -212,9 +212,18 @@ def advisor_view(
     """`frame`: every cell as each runtime judged it (harness.report.runtimes.judged)."""
     order = {e: i for i, e in enumerate(envs)}
     seen = evidence_by_candidate(frame)
+    groups = {key: part for key, part in frame.groupby(GROUP, sort=False)}
+    rungs = {label: i for i, label in enumerate(ladder(a.runtime for a in advice))}
     cards = sorted(
-        (advice_card(a, frame, labels, seen, homes.get(a.env, ())) for a in advice),
-        key=lambda c: (order[c.env], not c.home, c.runtime, c.opset, c.device, family_sort_key(c.family)),
+        (advice_card(a, groups[a.key], labels, seen, homes.get(a.env, ())) for a in advice),
+        # each environment's own runtime first (its cards in the order they had before replays), then the ladder
+        key=lambda c: (
+            order[c.env],
+            0 if c.home else 1 + rungs[c.runtime],
+            c.opset,
+            c.device,
+            family_sort_key(c.family),
+        ),
     )
     home_cards = [c for c in cards if c.home]
     families = tuple(sorted({c.family for c in cards}, key=family_sort_key))

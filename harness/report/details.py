@@ -63,7 +63,6 @@ def runtime_shown(record: CellRecord) -> Dict[str, Any]:
         "platform": runtime.platform,
         "providers": ", ".join(runtime.providers) or None,
         "precision": record.precision,
-        "artifact": record.artifact or None,
     }
 
 
@@ -82,7 +81,13 @@ def _export(record: CellRecord) -> Optional[Dict[str, Any]]:
 def detail(record: CellRecord, strings: Interned, fingerprints: Interned, runtimes: Interned) -> Dict[str, Any]:
     """Everything the details panel shows for one cell."""
     stages = [
-        [s.name, s.outcome, number(s.seconds), s.error_type, None if s.message is None else strings.add(message(s.message))]
+        [
+            s.name,
+            s.outcome,
+            number(s.seconds),
+            s.error_type,
+            None if s.message is None else strings.add(message(s.message)),
+        ]
         for s in record.stages
     ]
     latency = {
@@ -100,16 +105,24 @@ def detail(record: CellRecord, strings: Interned, fingerprints: Interned, runtim
         "x": _export(record),
         "f": fingerprints.add(fingerprint_shown(record.fingerprint)),
         "rt": runtimes.add(runtime_shown(record)),
+        "a": record.artifact or None,
         "t": [record.started_at, record.finished_at, number(record.wall_s)],
         "id": [record.run_id, record.cell_id, record.harness_version],
         "tags": list(record.tags),
     }
 
 
+# What a replay shares with its exporting cell: left to the exporting cell's details, which the page reads instead.
+SHARED_WITH_ORIGIN = ("ao", "x", "f", "tags")
+
+
 def link_replays(details: List[Dict[str, Any]], origin: Sequence[Optional[int]]) -> None:
-    """Each replay names its exporting cell ("of"); each exporting cell lists its replays ("rp")."""
+    """Each replay names its exporting cell ("of") and drops what it shares with it; each exporting cell lists
+    its replays ("rp")."""
     for index, exporting in enumerate(origin):
         if exporting is None or exporting == index:
             continue
         details[index]["of"] = exporting
+        for key in SHARED_WITH_ORIGIN:
+            details[index].pop(key, None)
         details[exporting].setdefault("rp", []).append(index)

@@ -3,6 +3,7 @@ column per runtime on the ladder, each cell what that runtime made of the row's 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Dict, List, Sequence, Tuple
@@ -64,10 +65,16 @@ def _verdicts_text(counts: Counter) -> str:
     return ", ".join(f"{n} {VERDICT_STYLE[Verdict(v)].label}" for v, n in parts)
 
 
+# Folders in a message (each graph's own artifact path): left out, so that one error over many graphs reads once.
+FOLDERS = re.compile(r"(?<![\w.])/(?:[^\s/\"']+/)+")
+
+
 def _messages(part: pd.DataFrame) -> Tuple[Tuple[str, int, str], ...]:
-    failed = part[part["verdict"] != PASS]
-    texts = failed["message"].fillna(failed["reason"]).fillna("").astype(str).str.slice(0, MAX_MESSAGE)
-    counts = Counter(zip(failed["verdict"], texts))
+    counts: Counter = Counter()
+    for verdict, message, reason in zip(part["verdict"], part["message"], part["reason"]):
+        if verdict != PASS:
+            text = message if isinstance(message, str) else reason if isinstance(reason, str) else ""
+            counts[(verdict, FOLDERS.sub(".../", text)[:MAX_MESSAGE])] += 1
     top = sorted(counts.items(), key=lambda kv: -kv[1])[:MAX_MESSAGES]
     return tuple((VERDICT_STYLE[Verdict(v)].label, n, text) for (v, text), n in top if text)
 

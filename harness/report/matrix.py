@@ -54,10 +54,12 @@ def _portability(frame: pd.DataFrame) -> Dict[Tuple[str, str], str]:
 
 
 def row_labels(records: Sequence[CellRecord]) -> Dict[Tuple[str, str], str]:
-    """The compact label of each (case, params): only the parameters that vary within the case."""
+    """The compact label of each (case, params): only the parameters that vary within the case, in the order the
+    case gives them (as its exporting records keep them; a replay's file may hold them sorted)."""
     by_case: Dict[str, Dict[str, Mapping[str, Any]]] = {}
-    for record in records:
-        by_case.setdefault(record.case, {})[record.params_key] = record.params
+    replays = [r for r in records if r.runtime.env is not None]
+    for record in [r for r in records if r.runtime.env is None] + replays:
+        by_case.setdefault(record.case, {}).setdefault(record.params_key, record.params)
     labels = {}
     for case, params in by_case.items():
         shown = varying_keys(list(params.values()))

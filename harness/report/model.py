@@ -6,7 +6,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 import pandas as pd
 
@@ -113,6 +113,7 @@ class Page:
     runtime_choices: Tuple[RuntimeChoice, ...]
     ladder: LadderView
     runtimes: Tuple[RuntimeRow, ...]
+    replay_runtimes: int  # how many distinct runtimes replayed graphs
     filters: Tuple[Filter, ...]
     pivots: Tuple[str, ...]
     charts: Tuple[Chart, ...]
@@ -255,10 +256,12 @@ def build_page(loaded: Loaded, title: str = "onnx-compat-matrix") -> Page:
     own, everywhere = exporting(frame), judged(frame)
     advice = advise(everywhere)
     pairs = all_pairs(own, [a for a in advice if a.home], envs)
-    by_runtime = runtime_pairs(everywhere, advice, runtimes_of(everywhere))
+    choices = runtime_choices(everywhere, envs)
+    by_runtime = runtime_pairs(everywhere, advice, {c.env: list(c.runtimes) for c in choices}, homes(frame))
     ladders = ladder_view(frame, envs)
     evidence = {(f.family, s.strategy): s.evidence for f in ladders.families for s in f.strategies}
     data = matrix.payload(frame, records, envs, matrix.upgrades(pairs, by_runtime), evidence)
+    rows = runtime_rows(records, envs)
     counts = Counter(own["verdict"])
     portability = dict(zip(own["strategy"], own["portability"]))
     references = set(own["reference"])
@@ -276,9 +279,10 @@ def build_page(loaded: Loaded, title: str = "onnx-compat-matrix") -> Page:
         advisor=advisor_view(advice, everywhere, envs, matrix.row_labels(records), homes(frame)),
         envs=tuple(envs),
         upgrade_default=(envs[0], envs[-1]) if envs else ("", ""),
-        runtime_choices=tuple(runtime_choices(everywhere, envs)),
+        runtime_choices=tuple(choices),
         ladder=ladders,
-        runtimes=tuple(runtime_rows(records, envs)),
+        runtimes=tuple(rows),
+        replay_runtimes=len({row.label for row in rows}),
         filters=tuple(filters(frame, envs)),
         pivots=tuple(label for label, _ in data["pivots"]),
         charts=tuple(build_charts(own, envs, strategies)),

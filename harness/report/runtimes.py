@@ -30,6 +30,30 @@ CELL = [
     "dtype",
     "precision",
 ]
+# The columns the views over every runtime read (the advisor, costs, evidence, upgrades): fewer columns, faster
+# groupby and filtering over a table that holds each cell once per runtime.
+JUDGED_COLUMNS = CELL + [
+    "idx",
+    "runtime",
+    "runtime_name",
+    "home",
+    "own",
+    "reference",
+    "portability",
+    "operators",
+    "verdict",
+    "reason",
+    "failed_stage",
+    "max_abs",
+    "lat_eager",
+    "mem_eager",
+    "lat_reference",
+    "mem_reference",
+    "lat_rt",
+    "mem_rt",
+]
+# What a runtime must have replayed some graph of before the cells that made none are carried to it.
+SCOPE = ["env", "family", "opset", "device"]
 # Stages before any runtime sees the graph: a cell that failed there made no graph to replay.
 BEFORE_RUNTIME = frozenset({"build", "eager", "export", "opset", "artifact"})
 NO_GRAPH_VERDICTS = frozenset({Verdict.NOT_APPLICABLE.value, Verdict.EXPORT_FAILED.value})
@@ -56,9 +80,11 @@ def judged(frame: pd.DataFrame) -> pd.DataFrame:
     """Every cell as each runtime its environment was judged in sees it, `runtime` naming that runtime.
 
     The exporting records under their own runtime; under each other runtime, its replays plus the exporting
-    cells that made no graph (their verdict holds anywhere). `carried` marks those. `idx` still points at the
-    record shown for the row: the replay, or the exporting record carried.
+    cells that made no graph (their verdict holds anywhere), for the families, opsets and devices replayed there
+    (elsewhere nothing says what that runtime would do). `carried` marks those. `idx` still points at the record
+    shown for the row: the replay, or the exporting record carried.
     """
+    frame = frame[JUDGED_COLUMNS]
     own = exporting(frame).assign(carried=False)
     replays = frame[~frame["own"].astype(bool)]
     if replays.empty:
@@ -68,8 +94,10 @@ def judged(frame: pd.DataFrame) -> pd.DataFrame:
     for (env, runtime), part in replays.groupby(["env", "runtime"], sort=True):
         base = no_graph[no_graph["env"] == env]
         seen = pd.MultiIndex.from_frame(part[CELL].astype(str))
-        missing = ~pd.MultiIndex.from_frame(base[CELL].astype(str)).isin(seen)
-        carried = base[missing].assign(runtime=runtime, runtime_name=part["runtime_name"].iloc[0], carried=True)
+        replayed = pd.MultiIndex.from_frame(part[SCOPE].astype(str))
+        keep = ~pd.MultiIndex.from_frame(base[CELL].astype(str)).isin(seen)
+        keep &= pd.MultiIndex.from_frame(base[SCOPE].astype(str)).isin(replayed)
+        carried = base[keep].assign(runtime=runtime, runtime_name=part["runtime_name"].iloc[0], carried=True)
         parts.append(part.assign(carried=False))
         parts.append(carried)
     return pd.concat(parts, ignore_index=True)

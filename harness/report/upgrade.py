@@ -15,7 +15,7 @@ from harness.record import Verdict, portability_rank, portability_short
 from harness.report.advisor import Advice, Candidate
 from harness.report.costs import format_ratio, format_seconds, geomean
 from harness.report.runtimes import RAN, made_no_graph
-from harness.report.vocab import family_sort_key
+from harness.report.vocab import family_sort_key, strategy_sort_key
 
 MATCH = ["family", "case", "params", "strategy", "opset", "exporter", "shape_mode", "device", "dtype", "precision"]
 COST_CHANGE = 0.20  # a latency change smaller than this is left out as noise
@@ -47,6 +47,8 @@ class CellChange:
     ratio: Optional[float]  # new latency / old latency
     family: str = ""
     strategy: str = ""
+    before: str = ""  # the verdicts on either side
+    after: str = ""
 
 
 @dataclass(frozen=True)
@@ -153,9 +155,10 @@ def compare(old: pd.DataFrame, new: pd.DataFrame) -> List[CellChange]:
     ratio = _ratio(joined, "lat_rt").fillna(_ratio(joined, "lat_eager"))
     kinds = classify(joined, ratio)
     rows = zip(kinds, joined["idx_old"], joined["idx_new"], ratio.astype(float), joined["family"], joined["strategy"])
+    verdicts = zip(joined["verdict_old"], joined["verdict_new"])
     return [
-        CellChange(str(k), int(o), int(n), None if math.isnan(r) else float(r), str(f), str(s))
-        for k, o, n, r, f, s in rows
+        CellChange(str(k), int(o), int(n), None if math.isnan(r) else float(r), str(f), str(s), str(vo), str(vn))
+        for (k, o, n, r, f, s), (vo, vn) in zip(rows, verdicts)
         if k
     ]
 
@@ -172,7 +175,12 @@ def grouped(changes: Sequence[CellChange], strategy_order: Dict[str, int]) -> Li
         by_key.setdefault((change.family, change.strategy, change.kind), []).append(change)
     keys = sorted(
         by_key,
-        key=lambda k: (family_sort_key(k[0]), strategy_order.get(k[1], len(strategy_order)), k[1], KIND_NAMES.index(k[2])),
+        key=lambda k: (
+            family_sort_key(k[0]),
+            strategy_order.get(k[1], len(strategy_order)),
+            k[1],
+            KIND_NAMES.index(k[2]),
+        ),
     )
     return [ChangeGroup(f, s, k, tuple(by_key[(f, s, k)])) for f, s, k in keys]
 
@@ -203,7 +211,9 @@ def _gain(old: Side, new: Side, old_name: str, new_name: str, latency_word: str)
         parts.append(f"{portability_short(before.portability)} → {portability_short(after.portability)} ops")
     if before.latency_s and after.latency_s:
         change = format_ratio(after.latency_s / before.latency_s)
-        parts.append(f"{latency_word} {format_seconds(before.latency_s)} → {format_seconds(after.latency_s)} ({change})")
+        parts.append(
+            f"{latency_word} {format_seconds(before.latency_s)} → {format_seconds(after.latency_s)} ({change})"
+        )
     if before.memory_bytes and after.memory_bytes:
         parts.append(f"peak memory {format_ratio(after.memory_bytes / before.memory_bytes)}")
     return "; ".join(parts) if parts else "the same"
@@ -218,24 +228,26 @@ def switches(
     found = []
     for key in sorted(set(old_by) | set(new_by), key=lambda k: (family_sort_key(k[0]), k[1], k[2])):
         old_side, new_side = side(old_by.get(key)), side(new_by.get(key))
-        found.append(Switch(key[0], key[2], key[1], old_side, new_side, _gain(old_side, new_side, old, new, latency_word)))
+        found.append(
+            Switch(key[0], key[2], key[1], old_side, new_side, _gain(old_side, new_side, old, new, latency_word))
+        )
     return found
 
 
-def _per_strategy(frame: pd.DataFrame, changes: Sequence[CellChange]) -> str:
-    per = pd.Series([frame.at[c.new_idx, "strategy"] for c in changes]).value_counts()
+def _per_strategy(changes: Sequence[CellChange]) -> str:
+    per = pd.Series([c.strategy for c in changes]).value_counts()
     return ", ".join(f"{s} {n}" for s, n in per.items())
 
 
-def _gains(records: pd.DataFrame, changes: Sequence[CellChange]) -> List[str]:
+def _gains(changes: Sequence[CellChange]) -> List[str]:
     """Summary lines: what now passes, what no longer does, and how latency moved."""
     gains = []
-    fixed = [c for c in changes if records.at[c.new_idx, "verdict"] == PASS and records.at[c.old_idx, "verdict"] != PASS]
+    fixed = [c for c in changes if c.after == PASS and c.before != PASS]
     if fixed:
-        gains.append("{} cells now pass: {}".format(len(fixed), _per_strategy(records, fixed)))
-    broken = [c for c in changes if records.at[c.old_idx, "verdict"] == PASS and records.at[c.new_idx, "verdict"] != PASS]
+        gains.append(f"{len(fixed)} cells now pass: {_per_strategy(fixed)}")
+    broken = [c for c in changes if c.before == PASS and c.after != PASS]
     if broken:
-        gains.append("{} cells no longer pass: {}".format(len(broken), _per_strategy(records, broken)))
+        gains.append(f"{len(broken)} cells no longer pass: {_per_strategy(broken)}")
     ratios = [c.ratio for c in changes if c.kind in ("faster", "slower") and c.ratio]
     if ratios:
         faster = sum(1 for r in ratios if r < 1)
@@ -257,10 +269,18 @@ def _opset_gains(frame: pd.DataFrame, old: str, new: str) -> List[str]:
     return gains
 
 
+def strategy_order(frame: pd.DataFrame) -> Dict[str, int]:
+    """The page's order of strategies: references first, then by portability, then by name."""
+    references = set(frame["reference"])
+    found = set(zip(frame["strategy"], frame["portability"]))
+    ranked = sorted(found, key=lambda sp: strategy_sort_key(sp[0], sp[1], sp[0] in references))
+    return {strategy: i for i, (strategy, _) in reversed(list(enumerate(ranked)))}
+
+
 def _diff(
-    records: pd.DataFrame, changes: List[CellChange], switched: List[Switch], names: Tuple[str, str], env: str = ""
+    frame: pd.DataFrame, changes: List[CellChange], switched: List[Switch], names: Tuple[str, str], env: str = ""
 ) -> UpgradeDiff:
-    order = {s: i for i, s in enumerate(dict.fromkeys(records["strategy"]))}
+    order = strategy_order(frame)
     counts = {kind: sum(1 for c in changes if c.kind == kind) for kind in KIND_NAMES}
     return UpgradeDiff(
         names[0],
@@ -268,7 +288,7 @@ def _diff(
         tuple(changes),
         tuple(switched),
         counts,
-        tuple(_gains(records, changes)),
+        tuple(_gains(changes)),
         tuple(grouped(changes, order)),
         env,
     )
@@ -279,19 +299,25 @@ def diff(frame: pd.DataFrame, advice: Sequence[Advice], old: str, new: str) -> U
     changes = cell_changes(frame, old, new)
     home = [a for a in advice if a.home]
     switched = switches([a for a in home if a.env == old], [a for a in home if a.env == new], old, new)
-    result = _diff(frame.set_index("idx", drop=False), changes, switched, (old, new))
+    result = _diff(frame, changes, switched, (old, new))
     return replace(result, gains=result.gains + tuple(_opset_gains(frame, old, new)))
 
 
-def runtime_diff(judged: pd.DataFrame, advice: Sequence[Advice], env: str, old: str, new: str) -> UpgradeDiff:
-    """One environment's graphs in two runtimes (`judged`: harness.report.runtimes.judged)."""
-    mine = judged[judged["env"] == env]
+def runtime_diff(mine: pd.DataFrame, advice: Sequence[Advice], env: str, old: str, new: str) -> UpgradeDiff:
+    """One environment's graphs in two runtimes (`mine`: its rows of harness.report.runtimes.judged)."""
     changes = compare(mine[mine["runtime"] == old], mine[mine["runtime"] == new])
     before = [a for a in advice if a.env == env and a.runtime == old]
     after = [a for a in advice if a.env == env and a.runtime == new]
     switched = switches(before, after, old, new, "latency")
-    records = mine.drop_duplicates("idx").set_index("idx", drop=False)
-    return _diff(records, changes, switched, (old, new), env)
+    # A family, opset and device not judged on one side says nothing about the runtimes: named once, not listed.
+    unjudged = sorted({s.family for s in switched if "not_run" in (s.old.state, s.new.state)}, key=family_sort_key)
+    kept = [s for s in switched if s.old.state != "not_run" != s.new.state]
+    result = _diff(mine, changes, kept, (old, new), env)
+    if not unjudged:
+        return result
+    return replace(
+        result, gains=result.gains + ("not judged in both (some opsets or devices): " + ", ".join(unjudged),)
+    )
 
 
 def all_pairs(frame: pd.DataFrame, advice: Sequence[Advice], envs: Sequence[str]) -> Dict[Tuple[str, str], UpgradeDiff]:
@@ -299,15 +325,21 @@ def all_pairs(frame: pd.DataFrame, advice: Sequence[Advice], envs: Sequence[str]
     return {(a, b): diff(frame, advice, a, b) for a in envs for b in envs if a != b}
 
 
+def runtime_pair_keys(ladder: Sequence[str], homes: Sequence[str]) -> List[Tuple[str, str]]:
+    """The runtime pairs worth a precomputed diff: every upgrade up the ladder, and from the environment's own
+    runtime down to each older one (deploying where the graphs were not exported); the rest would only mirror."""
+    ups = [(a, b) for i, a in enumerate(ladder) for b in ladder[i + 1 :]]
+    downs = [(h, b) for h in homes if h in ladder for b in ladder[: ladder.index(h)]]
+    return ups + downs
+
+
 def runtime_pairs(
-    judged: pd.DataFrame, advice: Sequence[Advice], ladders: Dict[str, List[str]]
+    judged: pd.DataFrame, advice: Sequence[Advice], ladders: Dict[str, List[str]], homes: Dict[str, Tuple[str, ...]]
 ) -> Dict[Tuple[str, str, str], UpgradeDiff]:
-    """For each environment replayed elsewhere: every ordered pair of the runtimes that judged its graphs."""
-    return {
-        (env, a, b): runtime_diff(judged, advice, env, a, b)
-        for env, labels in ladders.items()
-        if len(labels) > 1
-        for a in labels
-        for b in labels
-        if a != b
-    }
+    """For each environment replayed elsewhere, its graphs compared between runtimes (runtime_pair_keys)."""
+    found = {}
+    for env, labels in ladders.items():
+        mine = judged[judged["env"] == env]
+        for old, new in runtime_pair_keys(labels, homes.get(env, ())):
+            found[(env, old, new)] = runtime_diff(mine, advice, env, old, new)
+    return found

@@ -7,8 +7,10 @@
   var DIMS = DATA.dims;
   var VERDICTS = DATA.verdicts; // [name, glyph, label, meaning]
   var ROWS = DATA.rows; // [family, case, strategy, portability, paramsLabel, paramsJson, portabilityLabel]
-  var CELLS = DATA.cells; // [row, env, opset, exporter, shape_mode, device, dtype, verdict] (indices)
+  var CELLS = DATA.cells; // [row, env, runtime, opset, exporter, shape_mode, device, dtype, verdict, own] (indices)
   var CELL_DIMS = DATA.cellDims;
+  var VI = CELL_DIMS.length + 1; // where a cell holds its verdict
+  var OWN = VI + 1; // 1: judged by its own environment's runtime (an exporting cell); 0: a replay
   var ROW_FIELD = { family: 0, case: 1, strategy: 2 };
 
   function el(tag, attrs) {
@@ -62,22 +64,26 @@
 
   function cellValue(cell, dim) {
     if (dim in ROW_FIELD) return ROWS[cell[0]][ROW_FIELD[dim]];
-    if (dim === "verdict") return VERDICTS[cell[7]][0];
+    if (dim === "verdict") return VERDICTS[cell[VI]][0];
     var k = CELL_DIMS.indexOf(dim);
     return DIMS[dim][cell[1 + k]];
   }
 
   function chip(index, extraTitle) {
     var cell = CELLS[index];
-    var verdict = VERDICTS[cell[7]];
+    var verdict = VERDICTS[cell[VI]];
     var row = ROWS[cell[0]];
     var title = verdict[2] + " — " + row[1] + " · " + row[4] + " · " + row[2] + " · " +
       CELL_DIMS.map(function (d) { return cellValue(cell, d); }).join(" · ") + (extraTitle ? "\n" + extraTitle : "");
     return el("button", { type: "button", className: "chip v-" + verdict[0], "data-cell": index, title: title, "aria-label": title, text: verdict[1] });
   }
 
-  function badge(portability, label) {
-    return el("span", { className: "badge port-" + portability, title: label, text: label });
+  function badge(portability, label, seen) {
+    return el("span", { className: "badge port-" + portability, title: label + (seen ? "\n" + seen : ""), text: label });
+  }
+
+  function evidence(row) {
+    return DATA.evidence[row[0] + "/" + row[2]] || "";
   }
 
   /* ---------------- the matrix ---------------- */
@@ -98,6 +104,7 @@
       var want = filters[dim];
       var have = String(cellValue(cell, dim));
       if (dim === "verdict" && want === "!pass") { if (have === "pass") return false; }
+      else if (dim === "runtime" && want === "=own") { if (cell[OWN] !== 1) return false; }
       else if (have !== want) return false;
     }
     return true;
@@ -160,7 +167,7 @@
       var tr = el("tr");
       tr.appendChild(el("th", null, el("div", { className: "row-head" },
         el("span", { className: "strategy", text: row[2] }),
-        badge(row[3], DATA.portability[row[3]] ? shortPortability(row[3]) : row[3]),
+        badge(row[3], DATA.portability[row[3]] ? shortPortability(row[3]) : row[3], evidence(row)),
         el("span", { className: "params", title: row[5], text: row[4] }))));
       cols.forEach(function (c) {
         var td = el("td");
@@ -187,7 +194,7 @@
   // Redrawn at once on each change: a redraw of thousands of cells takes a fraction of a second.
   filterBox.addEventListener("change", drawMatrix);
   document.getElementById("filters-reset").addEventListener("click", function () {
-    filterBox.querySelectorAll("select[data-dim]").forEach(function (s) { s.value = ""; });
+    filterBox.querySelectorAll("select[data-dim]").forEach(function (s) { s.value = s.dataset.default || ""; });
     pivotSelect.value = "0";
     drawMatrix();
   });
@@ -208,8 +215,31 @@
     return table;
   }
 
+  var REPLAY_TIMING = "Timed in a replay, with a smaller latency budget (fewer samples) than the exporting cells.";
+
+  function showRuntime(d) {
+    var rt = DATA.runtimes[d.rt] || {};
+    var replay = d.of !== undefined || rt["runtime environment"];
+    panelBody.appendChild(el("h3", { text: replay ? "Runtime (a replay of the exported graph)" : "Runtime" }));
+    var pairs = Object.keys(rt).map(function (k) { return [k, rt[k]]; });
+    pairs.push(["artifact", d.a]);
+    if (d.of !== undefined) pairs.push(["exported by", el("span", null, chip(d.of), " " + cellValue(CELLS[d.of], "env") + " · " + cellValue(CELLS[d.of], "runtime"))]);
+    else if (!replay) pairs[0][1] = rt.runtime + " (the exporting environment's own)";
+    panelBody.appendChild(kv(pairs));
+    if (d.rp && d.rp.length) {
+      panelBody.appendChild(el("h3", { text: "The same graph in other runtimes" }));
+      var list = el("ul", { className: "replays" });
+      d.rp.forEach(function (i) {
+        var v = VERDICTS[CELLS[i][VI]];
+        list.appendChild(el("li", null, chip(i), " " + cellValue(CELLS[i], "runtime") + ": " + v[2]));
+      });
+      panelBody.appendChild(list);
+    }
+  }
+
   function showDetails(index) {
-    var cell = CELLS[index], d = DATA.details[index], row = ROWS[cell[0]], verdict = VERDICTS[cell[7]];
+    var cell = CELLS[index], d = DATA.details[index], row = ROWS[cell[0]], verdict = VERDICTS[cell[VI]];
+    var base = d.of !== undefined ? DATA.details[d.of] : d; // a replay shares these with its exporting cell
     clear(panelBody);
     panelTitle.textContent = row[1] + " · " + row[4] + " · " + row[2];
     var env = cellValue(cell, "env"), opset = cellValue(cell, "opset");
@@ -223,11 +253,12 @@
     panelBody.appendChild(kv([
       ["environment", env], ["family · case", row[0] + " · " + row[1]], ["parameters", el("code", { text: row[5] })],
       ["strategy", el("span", null, row[2] + " ", badge(row[3], row[6]))],
-      ["opset asked · actual", opset + " · " + (d.ao === null ? "none (no model)" : d.ao) + (d.ao !== null && d.ao !== opset ? "  (drift)" : "")],
+      ["opset asked · actual", opset + " · " + (base.ao === null ? "none (no model)" : base.ao) + (base.ao !== null && base.ao !== opset ? "  (drift)" : "")],
       ["exporter", cellValue(cell, "exporter")], ["shape mode", cellValue(cell, "shape_mode")],
       ["device · dtype", cellValue(cell, "device") + " · " + cellValue(cell, "dtype")],
-      ["tags", d.tags.length ? d.tags.join(", ") : null],
+      ["tags", base.tags.length ? base.tags.join(", ") : null],
     ]));
+    showRuntime(d);
 
     panelBody.appendChild(el("h3", { text: "Stages" }));
     if (!d.st.length) panelBody.appendChild(el("p", { className: "muted", text: "No stage ran." }));
@@ -255,6 +286,7 @@
     var targets = Object.keys(d.l);
     if (targets.length) {
       panelBody.appendChild(el("h3", { text: "Latency (median, IQR)" }));
+      if (d.of !== undefined || cell[OWN] !== 1) panelBody.appendChild(el("p", { className: "muted small", text: REPLAY_TIMING }));
       panelBody.appendChild(kv(targets.map(function (t) {
         var m = d.l[t];
         return [t, "median " + fmtSeconds(m[0]) + " · IQR " + fmtSeconds(m[1]) + " · " + m[2] + " samples · " + m[3] + " threads" + (m[4] ? " · noisy (IQR over 10% of the median)" : "")];
@@ -265,16 +297,17 @@
       panelBody.appendChild(el("h3", { text: "Peak memory" }));
       panelBody.appendChild(kv(memTargets.map(function (t) { return [t, fmtBytes(d.m[t][0]) + " (" + (d.m[t][1] || "method unknown") + ")"]; })));
     }
-    if (d.x) {
+    var x = base.x;
+    if (x) {
       panelBody.appendChild(el("h3", { text: "Exported model" }));
       panelBody.appendChild(kv([
-        ["nodes · size", (d.x.nodes === null ? "—" : d.x.nodes) + " · " + fmtBytes(d.x.bytes)],
-        ["domains", d.x.domains.map(function (x) { return x === "" ? "ai.onnx" : x; }).join(", ")],
-        ["most used ops", d.x.ops.map(function (o) { return o[0] + " ×" + o[1]; }).join(", ")],
+        ["nodes · size", (x.nodes === null ? "—" : x.nodes) + " · " + fmtBytes(x.bytes)],
+        ["domains", x.domains.map(function (dom) { return dom === "" ? "ai.onnx" : dom; }).join(", ")],
+        ["most used ops", x.ops.map(function (o) { return o[0] + " ×" + o[1]; }).join(", ")],
       ]));
     }
     panelBody.appendChild(el("h3", { text: "Environment fingerprint" }));
-    var fp = DATA.fingerprints[d.f] || {};
+    var fp = DATA.fingerprints[base.f] || {};
     panelBody.appendChild(kv(Object.keys(fp).map(function (k) { return [k, fp[k]]; })));
     panelBody.appendChild(el("h3", { text: "Run" }));
     panelBody.appendChild(kv([["run id", d.id[0]], ["cell id", d.id[1]], ["harness", d.id[2]],
@@ -303,7 +336,9 @@
     advisorControls.querySelectorAll("select[data-adv]").forEach(function (s) { want[s.dataset.adv] = s.value; });
     var found = false;
     document.querySelectorAll("article.advice-card").forEach(function (card) {
-      var match = card.dataset.env === want.env && card.dataset.opset === want.opset &&
+      // No runtime chosen: the environment's own, whose exporting cells judged the graphs.
+      var runtime = want.runtime ? card.dataset.runtime === want.runtime : card.dataset.home === "1";
+      var match = runtime && card.dataset.env === want.env && card.dataset.opset === want.opset &&
         card.dataset.device === want.device && card.dataset.family === want.family;
       card.hidden = !match;
       found = found || match;
@@ -322,6 +357,8 @@
         ["env", "opset", "device", "family"].forEach(function (k) {
           advisorControls.querySelector('select[data-adv="' + k + '"]').value = card.dataset[k];
         });
+        var runtimeSelect = advisorControls.querySelector('select[data-adv="runtime"]');
+        if (runtimeSelect) runtimeSelect.value = card.dataset.home === "1" ? "" : card.dataset.runtime;
         showAdvice();
         card.scrollIntoView({ block: "nearest" });
       });
@@ -333,36 +370,105 @@
 
   var oldSelect = document.getElementById("upgrade-old");
   var newSelect = document.getElementById("upgrade-new");
+  var modeSelect = document.getElementById("upgrade-mode");
+  var rtEnvSelect = document.getElementById("upgrade-env");
+  var rtOldSelect = document.getElementById("upgrade-rt-old");
+  var rtNewSelect = document.getElementById("upgrade-rt-new");
   var upgradeBody = document.getElementById("upgrade-body");
-  var KIND_LABEL = { fixed: "now pass", broken: "no longer pass", changed: "fail differently", faster: "faster >20%", slower: "slower >20%" };
+  var KINDS = {}; // name -> [label, tone]
+  DATA.changeKinds.forEach(function (k) { KINDS[k[0]] = [k[1], k[2]]; });
 
   function candidateText(c) {
     if (c.length === 1) return el("span", { className: "muted", text: c[0] });
     return el("span", null, el("strong", { text: c[0] }), " ", badge(c[1], shortPortability(c[1])), " ", el("span", { className: "muted", text: c[2] + "/" + c[3] }));
   }
 
-  function drawUpgrade() {
-    clear(upgradeBody);
-    var oldEnv = oldSelect.value, newEnv = newSelect.value;
-    if (oldEnv === newEnv) { upgradeBody.appendChild(el("p", { className: "empty", text: "Pick two different environments." })); return; }
-    var pair = (DATA.upgrade[oldEnv] || {})[newEnv];
-    if (!pair) { upgradeBody.appendChild(el("p", { className: "empty", text: "No data for this pair." })); return; }
+  function byRuntimes() { return !!modeSelect && modeSelect.value === "runtimes"; }
 
-    var summary = el("div", { className: "upgrade-summary" });
-    Object.keys(KIND_LABEL).forEach(function (k) {
-      summary.appendChild(el("span", { className: "pill" }, el("b", { text: pair.counts[k] || 0 }), " cells " + KIND_LABEL[k]));
-    });
-    upgradeBody.appendChild(summary);
-    if (pair.gains.length) {
-      var gains = el("ul", { className: "gains" });
-      pair.gains.forEach(function (g) { gains.appendChild(el("li", { text: g })); });
-      upgradeBody.appendChild(gains);
+  // The pair the controls name: [entry or null, old side's name, new side's name, what to say when there is none].
+  function chosenPair() {
+    if (!byRuntimes()) {
+      var o = oldSelect.value, n = newSelect.value;
+      if (o === n) return [null, o, n, "Pick two different environments."];
+      return [(DATA.upgrade.envs[o] || {})[n] || null, o, n, "No data for this pair."];
     }
+    var env = rtEnvSelect.value, ro = rtOldSelect.value, rn = rtNewSelect.value;
+    if (ro === rn) return [null, ro, rn, "Pick two different runtimes."];
+    return [((DATA.upgrade.runtimes[env] || {})[ro] || {})[rn] || null, ro, rn, "No data for this pair."];
+  }
 
-    upgradeBody.appendChild(el("h3", { className: "sub", text: "What to use after the upgrade" }));
+  function noteText(kind, c) {
+    var before = DATA.details[c[0]], after = DATA.details[c[1]];
+    if (kind === "faster" || kind === "slower") return "latency " + fmtRatio(c[2]);
+    if (kind === "accuracy") return "max abs " + fmtNum(before.p && before.p.max_abs) + " → " + fmtNum(after.p && after.p.max_abs);
+    var reason = kind === "became_applicable" ? before.r : after.r;
+    return reason !== null && reason !== undefined ? DATA.strings[reason] : "";
+  }
+
+  function changeRows(kind, changes, oldName, newName) {
+    var table = el("table", { className: "upgrade-table changes" }, el("thead", null, el("tr", null,
+      el("th", { text: "case · params" }), el("th", { text: "opset" }), el("th", { text: "exporter · shape · device · dtype" }),
+      el("th", { text: oldName }), el("th", { text: newName }), el("th", { text: "note" }))));
+    var body = el("tbody");
+    changes.forEach(function (c) {
+      var before = CELLS[c[0]], after = CELLS[c[1]], row = ROWS[before[0]];
+      var note = noteText(kind, c);
+      body.appendChild(el("tr", { className: "kind-" + kind },
+        el("td", null, row[1] + " · ", el("span", { className: "params", title: row[5], text: row[4] })),
+        el("td", { className: "num", text: cellValue(before, "opset") }),
+        el("td", { text: ["exporter", "shape_mode", "device", "dtype"].map(function (d) { return cellValue(before, d); }).join(" · ") }),
+        el("td", null, chip(c[0]), " " + VERDICTS[before[VI]][2]),
+        el("td", null, chip(c[1]), " " + VERDICTS[after[VI]][2]),
+        el("td", { className: "note", title: note, text: note.length > 160 ? note.slice(0, 160) + "…" : note })));
+    });
+    table.appendChild(body);
+    return table;
+  }
+
+  function kindCounts(groups) {
+    var counts = {};
+    groups.forEach(function (g) { counts[g[2]] = (counts[g[2]] || 0) + g[3].length; });
+    return counts;
+  }
+
+  function countPills(counts) {
+    var box = el("span", { className: "kind-pills" });
+    DATA.changeKinds.forEach(function (k) {
+      if (counts[k[0]]) box.appendChild(el("span", { className: "pill tone-" + k[2] }, el("b", { text: counts[k[0]] }), " " + k[1]));
+    });
+    return box;
+  }
+
+  function drawGroups(pair, oldName, newName) {
+    var total = pair.groups.reduce(function (n, g) { return n + g[3].length; }, 0);
+    upgradeBody.appendChild(el("h3", { className: "sub", text: "Cells that change (" + total + "), by family, strategy and kind" }));
+    if (!total) { upgradeBody.appendChild(el("p", { className: "empty", text: "No cell judged on both sides changes verdict, accuracy or latency by over 20%." })); return; }
+    var families = [];
+    pair.groups.forEach(function (g) {
+      var last = families[families.length - 1];
+      if (!last || last.name !== g[0]) families.push(last = { name: g[0], groups: [] });
+      last.groups.push(g);
+    });
+    families.forEach(function (fam) {
+      var box = el("details", { className: "change-family" }, el("summary", null, el("strong", { text: fam.name }), " ", countPills(kindCounts(fam.groups))));
+      fam.groups.forEach(function (g) {
+        var kind = KINDS[g[2]] || [g[2], "neutral"];
+        var item = el("details", { className: "change-group tone-" + kind[1] },
+          el("summary", null, el("span", { className: "strategy", text: g[1] }), " ", el("span", { className: "pill tone-" + kind[1] }, el("b", { text: g[3].length }), " " + kind[0])));
+        item.addEventListener("toggle", function () {
+          if (item.open && item.childNodes.length === 1) item.appendChild(changeRows(g[2], g[3], oldName, newName));
+        });
+        box.appendChild(item);
+      });
+      upgradeBody.appendChild(box);
+    });
+  }
+
+  function drawSwitches(pair, oldName, newName) {
+    upgradeBody.appendChild(el("h3", { className: "sub", text: byRuntimes() ? "What to use in " + newName : "What to use after the upgrade" }));
     var switches = el("table", { className: "upgrade-table switches" }, el("thead", null, el("tr", null,
       el("th", { text: "family" }), el("th", { className: "num", text: "opset" }), el("th", { text: "device" }),
-      el("th", { text: "pick in " + oldEnv }), el("th", { text: "pick in " + newEnv }), el("th", { text: "what the upgrade gains" }))));
+      el("th", { text: "pick in " + oldName }), el("th", { text: "pick in " + newName }), el("th", { text: "what changes" }))));
     var sbody = el("tbody");
     pair.switches.forEach(function (s) {
       sbody.appendChild(el("tr", { className: s[5] ? "kind-changed" : null },
@@ -373,31 +479,48 @@
     });
     switches.appendChild(sbody);
     upgradeBody.appendChild(switches);
+  }
 
-    upgradeBody.appendChild(el("h3", { className: "sub", text: "Cells that change (" + pair.changes.length + ")" }));
-    if (!pair.changes.length) { upgradeBody.appendChild(el("p", { className: "empty", text: "No cell run in both changes verdict or latency by over 20%." })); return; }
-    var table = el("table", { className: "upgrade-table changes" }, el("thead", null, el("tr", null,
-      el("th", { text: "change" }), el("th", { text: "case · params" }), el("th", { text: "strategy" }), el("th", { text: "opset" }),
-      el("th", { text: "exporter · shape · device · dtype" }), el("th", { text: oldEnv }), el("th", { text: newEnv }), el("th", { className: "num", text: "latency new/old" }))));
-    var body = el("tbody");
-    pair.changes.forEach(function (c) {
-      var before = CELLS[c[1]], row = ROWS[before[0]];
-      body.appendChild(el("tr", { className: "kind-" + c[0] },
-        el("td", { text: KIND_LABEL[c[0]] }),
-        el("td", null, row[1] + " · ", el("span", { className: "params", title: row[5], text: row[4] })),
-        el("td", null, row[2]),
-        el("td", { className: "num", text: cellValue(before, "opset") }),
-        el("td", { text: ["exporter", "shape_mode", "device", "dtype"].map(function (d) { return cellValue(before, d); }).join(" · ") }),
-        el("td", null, chip(c[1]), " " + VERDICTS[before[7]][2]),
-        el("td", null, chip(c[2]), " " + VERDICTS[CELLS[c[2]][7]][2]),
-        el("td", { className: "num", text: fmtRatio(c[3]) })));
+  function drawUpgrade() {
+    clear(upgradeBody);
+    var chosen = chosenPair(), pair = chosen[0];
+    if (!pair) { upgradeBody.appendChild(el("p", { className: "empty", text: chosen[3] })); return; }
+    upgradeBody.appendChild(el("div", { className: "upgrade-summary" }, countPills(pair.counts)));
+    if (pair.gains.length) {
+      var gains = el("ul", { className: "gains" });
+      pair.gains.forEach(function (g) { gains.appendChild(el("li", { text: g })); });
+      upgradeBody.appendChild(gains);
+    }
+    drawGroups(pair, chosen[1], chosen[2]);
+    drawSwitches(pair, chosen[1], chosen[2]);
+  }
+
+  function fillRuntimes() {
+    var option = rtEnvSelect.selectedOptions[0];
+    var env = rtEnvSelect.value, labels = Object.keys((DATA.upgrade.runtimes[env] || {}));
+    var ladder = DIMS.runtime.filter(function (r) { return labels.indexOf(r) >= 0; });
+    [[rtOldSelect, option.dataset.old], [rtNewSelect, option.dataset.new]].forEach(function (pair) {
+      clear(pair[0]);
+      ladder.forEach(function (r) { pair[0].appendChild(el("option", { text: r, selected: r === pair[1] })); });
     });
-    table.appendChild(body);
-    upgradeBody.appendChild(table);
+  }
+
+  function switchMode() {
+    var runtimes = byRuntimes();
+    document.getElementById("upgrade-envs").hidden = runtimes;
+    document.getElementById("upgrade-runtimes").hidden = !runtimes;
+    document.getElementById("upgrade-runtime-note").hidden = !runtimes;
+    drawUpgrade();
   }
 
   oldSelect.addEventListener("change", drawUpgrade);
   newSelect.addEventListener("change", drawUpgrade);
+  if (modeSelect) {
+    modeSelect.addEventListener("change", switchMode);
+    rtEnvSelect.addEventListener("change", function () { fillRuntimes(); drawUpgrade(); });
+    rtOldSelect.addEventListener("change", drawUpgrade);
+    rtNewSelect.addEventListener("change", drawUpgrade);
+  }
 
   drawMatrix();
   drawUpgrade();
