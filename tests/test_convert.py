@@ -1,0 +1,131 @@
+"""fp16 and int8 conversions of a stored graph: made once with the converter's version, judged by the replay at the
+precision's tolerance against fp32 eager PyTorch; a quantization broken on purpose comes out a mismatch."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+import torch
+from onnx import numpy_helper
+from test_artifacts import _keep
+from test_worker_pipeline import _case
+
+from harness.artifacts.command import convert_command
+from harness.artifacts.convert import NotApplicable, convert
+from harness.artifacts.store import ArtifactStore, graph_digest
+from harness.judge.parity import PRECISION_TOLERANCES
+from harness.plan.spec import CellSpec
+from harness.record import Verdict, read_results
+from harness.replay.judge import replay_graph
+from harness.replay.runtimes import OnnxRuntime
+from harness.worker.options import Options
+
+OPTS = Options(threads=1, latency_budget_s=0.002)
+
+
+class Small(torch.nn.Module):
+    """A conv net small enough for a unit test, with weights for the quantizers to quantize."""
+
+    def __init__(self, op):
+        super().__init__()
+        gen = torch.Generator().manual_seed(0)
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.head = torch.nn.Conv2d(8, 2, 1)
+        with torch.no_grad():
+            for conv in (self.conv, self.head):
+                conv.weight.copy_(torch.randn(conv.weight.shape, generator=gen) * 0.3)
+                conv.bias.copy_(torch.randn(conv.bias.shape, generator=gen) * 0.1)
+
+    def forward(self, x):
+        return self.head(torch.relu(self.conv(x)))
+
+
+@pytest.fixture
+def stored(tmp_path):
+    case = _case(
+        model=lambda params, op: Small(op),
+        inputs=lambda params, shape, gen: (torch.rand(2, 3, 8, 8, generator=gen),),
+        input_names=("image",),
+    )
+    cell = CellSpec("unitenv", "layernorm", "unit", "{}", "native", 13, "torchscript", "static", "cpu", "float32")
+    assert _keep(tmp_path, case, cell).verdict is Verdict.PASS
+    store = ArtifactStore(tmp_path)
+    return store, store.read(next(store.manifests()))
+
+
+@pytest.mark.parametrize("precision", ["fp16", "int8-dynamic", "int8-static"])
+def test_a_conversion_is_stored_beside_its_graph_and_passes_at_its_tolerance(stored, precision):
+    store, fp32 = stored
+    converted = convert(fp32, store, precision)
+    assert store.has("unitenv", fp32.cell_id, precision) and converted.source == fp32.digest
+    want = "onnxconverter-common 1." if precision == "fp16" else f"onnxruntime {onnxruntime.__version__} quantization"
+    assert converted.converter.startswith(want)
+    fraction, rtol = PRECISION_TOLERANCES[precision]
+    span = float(np.ptp(store.array(fp32.samples[0].outputs[0])))
+    assert converted.atol == pytest.approx(max(fraction * span, fp32.atol)) and converted.rtol == rtol
+    record = replay_graph(converted, store, OnnxRuntime("ortnow"), OPTS)
+    assert record.verdict is Verdict.PASS, record.reason
+    assert (record.precision, record.converter) == (precision, converted.converter)
+    assert record.parity.max_abs > 0 and record.parity.psnr > 20  # it changed the numbers, within reason
+    assert record.export.bytes == store.graph_path(converted).stat().st_size
+
+
+def test_a_quantization_with_a_scale_forced_wrong_is_a_mismatch_with_the_figures(stored):
+    store, fp32 = stored
+    good = convert(fp32, store, "int8-static")
+    assert replay_graph(good, store, OnnxRuntime("ortnow"), OPTS).verdict is Verdict.PASS
+    model = onnx.load(str(store.graph_path(good)))
+    quantized = {n.output[0] for n in model.graph.node if n.op_type == "QuantizeLinear"}
+    dequantize = next(n for n in model.graph.node if n.op_type == "DequantizeLinear" and n.input[0] in quantized)
+    scale = next(t for t in model.graph.initializer if t.name == dequantize.input[1])
+    forced = numpy_helper.from_array(numpy_helper.to_array(scale) * 10, scale.name + "_forced_wrong")
+    model.graph.initializer.append(forced)  # an activation dequantized with ten times its calibrated scale
+    dequantize.input[1] = forced.name
+    blob = model.SerializeToString()
+    broken = replace(good, graph=graph_digest(blob))
+    store.write(broken, blob)
+    record = replay_graph(broken, store, OnnxRuntime("ortnow"), OPTS)
+    assert record.verdict is Verdict.MISMATCH and "max abs difference" in record.reason
+    assert record.parity.max_abs > good.atol
+
+
+def test_an_integer_only_graph_has_no_precision_to_convert(stored):
+    store, fp32 = stored
+    ints = store.put_array(np.arange(6, dtype=np.int64))
+    sample = replace(fp32.samples[0], inputs=(ints,), outputs=(ints,))
+    with pytest.raises(NotApplicable, match="integer-only"):
+        convert(replace(fp32, samples=(sample,)), store, "fp16")
+
+
+def test_dynamic_quantization_of_a_graph_without_weights_is_not_applicable(tmp_path):
+    cell = CellSpec("unitenv", "layernorm", "unit", "{}", "decomposed", 13, "torchscript", "static", "cpu", "float32")
+    _keep(tmp_path, _case(), cell)  # a LayerNorm written out: no MatMul, Conv or Gemm
+    store = ArtifactStore(tmp_path)
+    with pytest.raises(NotApplicable, match="no weighted operator"):
+        convert(store.read(next(store.manifests())), store, "int8-dynamic")
+
+
+def _args(tmp_path, **kw):
+    base = dict(artifacts=str(tmp_path), precision=[], tag=[], case=[], from_env=[], results_dir=str(tmp_path / "r"))
+    return argparse.Namespace(**dict(base, out=None, rerun=False, **kw))
+
+
+def test_the_command_records_what_failed_with_the_converters_message_and_resumes(stored, tmp_path, monkeypatch, capsys):
+    from harness.artifacts import convert as convert_mod
+
+    def refuses(path, manifest, store):
+        raise RuntimeError("Type Error: Type 'tensor(int64)' of input parameter is invalid")
+
+    monkeypatch.setitem(convert_mod.CONVERTERS, "fp16", refuses)
+    assert convert_command(_args(tmp_path)) == 0
+    assert "2 converted, 0 kept from earlier, 0 not applicable, 1 failed" in capsys.readouterr().err
+    (failed,) = read_results(tmp_path / "r" / "convert.jsonl").records
+    assert failed.verdict is Verdict.EXPORT_FAILED and failed.precision == "fp16"
+    assert failed.stages[0].name == "convert" and "tensor(int64)" in failed.stages[0].message
+    assert convert_command(_args(tmp_path)) == 0
+    assert "0 converted, 3 kept from earlier" in capsys.readouterr().err
