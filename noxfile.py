@@ -10,6 +10,7 @@ once per set of pins in the cache folder ($ONNX_COMPAT_CACHE, default ~/.cache/o
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 import sys
 from pathlib import Path
@@ -99,7 +100,9 @@ def matrix(session: nox.Session, env: str) -> None:
 
 
 def _run_matrix(session: nox.Session, env: str) -> None:
-    session.log(f"export environment {env} ({_place(env, CPU_ENVS)}); then replays in {', '.join(CPU_RUNTIMES)}")
+    name = records_env_name(env)
+    shown = env if name == env else f"{env}, recorded as {name}"
+    session.log(f"export environment {shown} ({_place(env, CPU_ENVS)}); then replays in {', '.join(CPU_RUNTIMES)}")
     venv, environ = _provision(session, env)
     session.run(
         str(venv / "bin" / "python"),
@@ -107,7 +110,7 @@ def _run_matrix(session: nox.Session, env: str) -> None:
         "harness",
         "run",
         "--env",
-        env,
+        name,
         "--artifacts",
         str(ROOT / "artifacts"),
         *session.posargs,
@@ -119,6 +122,25 @@ def _run_matrix(session: nox.Session, env: str) -> None:
         session.notify("convert", posargs=[])
         for runtime in CPU_RUNTIMES:
             session.notify(f"replay(runtime='{runtime}')", posargs=[])
+
+
+def host_platform(system: str = "", machine: str = "") -> str:
+    """This machine in the words of environments/*.toml `platforms`: linux_x86_64, linux_aarch64, win_amd64."""
+    system, machine = system or sys.platform, (machine or platform.machine()).lower()
+    arch = {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
+    if system == "win32":
+        return "win_amd64" if arch == "x86_64" else f"win_{arch}"
+    return f"{system}_{arch}"
+
+
+def records_env_name(env: str, here: str = "") -> str:
+    """The name an environment's records carry: with the platform (torch2@linux_aarch64) off linux_x86_64.
+
+    A record's identity holds the environment's name, not the platform: without it, two platforms' records of
+    one environment would supersede each other on the merged page.
+    """
+    here = here or host_platform()
+    return env if here == "linux_x86_64" else f"{env}@{here}"
 
 
 def _place(name: str, names: list) -> str:
@@ -218,7 +240,7 @@ def _render(session: nox.Session, when: str, args=None, always: bool = False) ->
 
 def _results_so_far() -> str:
     files = {p.stem for p in (ROOT / "results").glob("*.jsonl")}
-    exported = [e for e in CPU_ENVS if e in files]
+    exported = [e for e in CPU_ENVS if records_env_name(e) in files]
     replayed = [r for r in CPU_RUNTIMES if f"replay-{r}" in files]
     return (
         f"export environments {len(exported)} of {len(CPU_ENVS)}: {', '.join(exported) or 'none yet'}; "

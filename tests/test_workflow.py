@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ast
+import fnmatch
 import json
 import os
+import platform
 import re
 import shlex
 import shutil
@@ -17,6 +20,9 @@ from ruamel.yaml import YAML
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = ROOT / ".github" / "workflows" / "matrix.yml"
+NOXFILE = ROOT / "noxfile.py"
+# The hosted runner for each platform an export environment may declare; none for win_amd64 (POSIX-only worker pool).
+RUNNERS = {"linux_x86_64": "ubuntu-22.04", "linux_aarch64": "ubuntu-24.04-arm"}
 # Any attempt to go online fails at once: the schema vendored in check-jsonschema must be all it reads.
 OFFLINE = {k: "http://127.0.0.1:9" for k in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")}
 REPLAY_SESSION = re.compile(r"^replay\(runtime='[^'\s]+'\)$")
@@ -25,6 +31,11 @@ RUNTIME_FIXTURES = {
     "openvino.toml": 'name = "openvino"\npython = 3.12\nruntime = "openvino"\npins = ["openvino==2025.1.0"]\n',
     "ort-off.toml": 'name = "ort-off"\npython = "3.9"\nruntime = "onnxruntime"\npins = []\ndefault = false\n',
     "ort-gpu.toml": 'name = "ort-gpu"\npython = "3.11"\nruntime = "onnxruntime"\npins = []\ndevice = "cuda"\n',
+}
+EXPORT_FIXTURES = {
+    "x86only.toml": 'name = "x86only"\npython = "3.9"\npins = []\nplatforms = ["linux_x86_64"]\n',
+    "unsaid.toml": 'name = "unsaid"\npython = "3.9"\npins = []\n',  # no platforms: linux_x86_64 alone
+    "winarm.toml": 'name = "winarm"\npython = "3.12"\npins = []\nplatforms = ["win_amd64", "linux_aarch64"]\n',
 }
 
 
@@ -66,9 +77,11 @@ def _expected(root: Path) -> dict:
     runtimes = [d for d in _tomls(root / "environments" / "runtimes") if d.get("default", True)]
     return {
         "include": [
-            {"env": d["name"], "python": str(d["python"])}
+            {"env": d["name"], "python": str(d["python"]), "platform": p, "runner": RUNNERS[p]}
             for d in _tomls(root / "environments")
             if d.get("default", True)
+            for p in d.get("platforms", ["linux_x86_64"])
+            if p in RUNNERS
         ],
         "runtimes": [
             {"runtime": d["name"], "python": str(d["python"])} for d in runtimes if d.get("device", "cpu") != "cuda"
@@ -77,11 +90,17 @@ def _expected(root: Path) -> dict:
     }
 
 
+def _fill(text: str, **matrix: str) -> str:
+    """The text with the job's ${{ matrix.KEY }} filled in from a plan row."""
+    for key, value in matrix.items():
+        text = text.replace("${{ matrix." + key + " }}", value)
+    assert "${{ matrix." not in text, text
+    return text
+
+
 def _session(run: str, **matrix: str) -> str:
     """The session a `nox -s "..."` line names, with the job's ${{ matrix.KEY }} filled in."""
-    for key, value in matrix.items():
-        run = run.replace("${{ matrix." + key + " }}", value)
-    args = shlex.split(run)
+    args = shlex.split(_fill(run, **matrix))
     return args[args.index("-s") + 1]
 
 
@@ -100,11 +119,23 @@ def _gpu_sessions(tmp_path: Path, names: list) -> list:
     return argv[3:-2]
 
 
+def _noxfile_functions(*names: str) -> dict:
+    """These top-level functions of noxfile.py, as written there, without importing it (and nox, and harness)."""
+    tree = ast.parse(NOXFILE.read_text(encoding="utf-8"))
+    nodes = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in names]
+    assert sorted(n.name for n in nodes) == sorted(names)
+    namespace = {"platform": platform, "sys": sys}
+    exec(compile(ast.Module(body=nodes, type_ignores=[]), str(NOXFILE), "exec"), namespace)
+    return {name: namespace[name] for name in names}
+
+
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    """A copy of environments/ with runtime files of every kind: default CPU, default = false, CUDA."""
+    """A copy of environments/ with export files declaring other platforms, and runtime files of every kind."""
     root = tmp_path / "repo"
     shutil.copytree(ROOT / "environments", root / "environments", ignore=shutil.ignore_patterns("runtimes"))
+    for name, text in EXPORT_FIXTURES.items():
+        (root / "environments" / name).write_text(text, encoding="utf-8")
     (root / "environments" / "runtimes").mkdir()
     for name, text in RUNTIME_FIXTURES.items():
         (root / "environments" / "runtimes" / name).write_text(text, encoding="utf-8")
@@ -131,6 +162,60 @@ def test_the_schema_check_rejects_a_job_without_runs_on(tmp_path):
 
 def test_the_plan_lists_the_default_environments_and_cpu_runtimes_of_the_repo(tmp_path):
     assert _run_plan(ROOT, tmp_path) == _expected(ROOT)
+
+
+def test_the_plan_gives_each_linux_platform_an_environment_declares_a_row_on_its_runner(tree, tmp_path):
+    rows = {}
+    for row in _run_plan(tree, tmp_path)["include"]:
+        rows.setdefault(row["env"], []).append((row["platform"], row["runner"]))
+    arm, x86 = ("linux_aarch64", "ubuntu-24.04-arm"), ("linux_x86_64", "ubuntu-22.04")
+    for env in ("torch1.8", "torch1.12", "torch2"):  # the repo's files declare all three platforms
+        assert rows[env] == [x86, arm], env
+    assert rows["x86only"] == [x86] and rows["unsaid"] == [x86]
+    assert rows["winarm"] == [arm]  # no Windows row: the worker pool is POSIX-only
+
+
+def test_each_platform_row_uploads_under_its_own_names_and_the_later_jobs_download_them_all(tree, tmp_path):
+    jobs, plan = _load()["jobs"], _run_plan(tree, tmp_path)
+    matrix = jobs["matrix"]
+    assert matrix["runs-on"] == "${{ matrix.runner }}"
+    uploads = [s["with"]["name"] for s in matrix["steps"] if s.get("uses", "").startswith("actions/upload-artifact")]
+    names = [_fill(name, **row) for row in plan["include"] for name in uploads]
+    assert len(names) == len(set(names)) == 2 * len(plan["include"])
+    assert "results-torch2-linux_aarch64" in names and "artifacts-torch2-linux_aarch64" in names
+    (cache,) = [s for s in matrix["steps"] if s.get("uses", "").startswith("actions/cache")]
+    assert "${{ runner.arch }}" in cache["with"]["key"]  # an aarch64 mmcv wheel is no use on x86_64
+    assert jobs["replay"]["runs-on"] == "ubuntu-22.04"  # graphs exported on every platform are judged on x86_64
+    (graphs,) = [s["with"] for s in jobs["replay"]["steps"] if s.get("uses", "").startswith("actions/download")]
+    (results,) = [s["with"] for s in jobs["report"]["steps"] if s.get("uses", "").startswith("actions/download")]
+    assert all(fnmatch.fnmatch(n, graphs["pattern"]) == n.startswith("artifacts-") for n in names)
+    assert all(fnmatch.fnmatch(n, results["pattern"]) == n.startswith("results-") for n in names)
+
+
+@pytest.mark.parametrize(
+    ("system", "machine", "expected"),
+    [
+        ("linux", "x86_64", "linux_x86_64"),
+        ("linux", "aarch64", "linux_aarch64"),
+        ("linux", "arm64", "linux_aarch64"),
+        ("win32", "AMD64", "win_amd64"),
+    ],
+)
+def test_the_noxfile_names_the_host_platform_as_the_environment_files_do(system, machine, expected):
+    host_platform = _noxfile_functions("host_platform")["host_platform"]
+    assert host_platform(system, machine) == expected
+
+
+def test_the_noxfile_records_an_environment_with_its_platform_off_linux_x86_64():
+    found = _noxfile_functions("host_platform", "records_env_name")
+    name = found["records_env_name"]
+    assert name("torch2", "linux_x86_64") == "torch2"  # the names the x86_64 records always had
+    assert name("torch2", "linux_aarch64") == "torch2@linux_aarch64"
+    assert name("torch1.8", "win_amd64") == "torch1.8@win_amd64"
+    here = found["host_platform"]()  # this machine, unpatched
+    assert name("torch2") == ("torch2" if here == "linux_x86_64" else f"torch2@{here}")
+    if sys.platform == "linux" and platform.machine() == "x86_64":
+        assert here == "linux_x86_64"
 
 
 def test_the_plan_sends_cuda_runtimes_to_the_gpu_job_and_skips_default_false(tree, tmp_path):
