@@ -1,0 +1,94 @@
+"""What int8 and fp16 buy and cost, per strategy and runtime: pass counts, the median of each graph's mean absolute
+error and PSNR, and the median latency ratio to the same graph in fp32 on the same runtime.
+
+    python3 benchmarks/precision_table.py [RESULTS_DIR] [--family grid_sample] [--tag model]
+
+Records of converted graphs come from the replays (and results/convert.jsonl for conversions that failed or do not
+apply); fp32 rows include the exporting cells. Markdown on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import statistics
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from ladder_table import runtime_order  # noqa: E402
+
+from harness.record import CellRecord, Verdict, read_results  # noqa: E402
+
+PRECISIONS = ("fp32", "fp16", "int8-dynamic", "int8-static")
+
+
+def newest(folder: str) -> Dict[Tuple, CellRecord]:
+    found_all: Dict[Tuple, CellRecord] = {}
+    for path in sorted(Path(folder).rglob("*.jsonl")):
+        found = read_results(path)
+        if found.refusal is not None:
+            sys.exit(f"error: {found.refusal.line()}")
+        for r in found.records:
+            if r.key() not in found_all or r.finished_at >= found_all[r.key()].finished_at:
+                found_all[r.key()] = r
+    return found_all
+
+
+def _latency(r: CellRecord) -> Optional[float]:
+    timing = r.latency.get("ort") or r.latency.get("openvino")
+    return timing.median_s if timing else None
+
+
+def _median(values: List[float], fmt: str) -> str:
+    return format(statistics.median(values), fmt) if values else ""
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", nargs="?", default="results")
+    parser.add_argument("--family", default=None)
+    parser.add_argument("--tag", default="model")
+    args = parser.parse_args(argv)
+    records = newest(args.results)
+    wanted = [
+        r
+        for r in records.values()
+        if (not args.family or r.family == args.family)
+        and args.tag in r.tags
+        and (r.runtime.env or any(s.name == "export" and s.outcome == "ok" for s in r.stages) or r.precision != "fp32")
+    ]
+    fp32 = {r.key()[:-1]: r for r in wanted if r.precision == "fp32"}  # the same cell on the same runtime, in fp32
+    rows: Dict[Tuple, List[CellRecord]] = collections.defaultdict(list)
+    for r in wanted:
+        rows[(r.strategy, r.precision, r.runtime.label)].append(r)
+    print(
+        "| strategy | precision | runtime | pass / judged | median mean abs error | median PSNR dB | latency / fp32 |"
+    )
+    print("|---|---|---|---:|---:|---:|---:|")
+    order = sorted(rows, key=lambda k: (k[0], PRECISIONS.index(k[1]), runtime_order(k[2])))
+    for strategy, precision, runtime in order:
+        group = rows[(strategy, precision, runtime)]
+        passed = sum(r.verdict == Verdict.PASS for r in group)
+        errors = [
+            r.parity.mean_abs
+            for r in group
+            if r.parity and r.parity.mean_abs is not None and r.verdict in (Verdict.PASS, Verdict.MISMATCH)
+        ]
+        psnr = [r.parity.psnr for r in group if r.parity and r.parity.psnr is not None]
+        ratios = []
+        for r in group:
+            base = fp32.get(r.key()[:-1])
+            if base is not None and _latency(r) and _latency(base):
+                ratios.append(_latency(r) / _latency(base))
+        print(
+            f"| {strategy} | {precision} | {runtime} | {passed} / {len(group)} | {_median(errors, '.2g')} | "
+            f"{_median(psnr, '.1f')} | {_median(ratios, '.2f') + 'x' if ratios else ''} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
