@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from harness.record import CellRecord, Parity, Verdict, read_results
 from harness.run.writer import ResultsWriter, code_hash
 
@@ -56,3 +58,12 @@ def test_the_code_hash_follows_the_case_files_in_use(tmp_path):
     assert code_hash([str(cases)]) == before and code_hash() != before
     (cases / "mine.py").write_text("A = 2\n")
     assert code_hash([str(cases)]) != before
+
+
+def test_the_replay_code_hash_covers_the_code_that_judges_a_stored_graph():
+    from harness.run.writer import REPLAY_CODE
+
+    package = Path(__file__).resolve().parents[1] / "harness"
+    assert all((package / part).exists() for part in REPLAY_CODE)  # every part names real code
+    assert code_hash(only=REPLAY_CODE) != code_hash() and code_hash(only=REPLAY_CODE) == code_hash(only=REPLAY_CODE)
+    assert code_hash(only=("replay",)) != code_hash(only=("judge",))  # the replay's own code counts

@@ -11,6 +11,7 @@ Torch-free and Python 3.8: it runs in every export and runtime environment.
 
 from __future__ import annotations
 
+import collections
 import gzip
 import hashlib
 import json
@@ -99,8 +100,12 @@ class Manifest:
 class ArtifactStore:
     """The artifacts folder of a run (or of many machines' runs merged: the arrays are content-addressed)."""
 
+    CACHE_BYTES = 256 << 20  # arrays kept decompressed: the inputs many graphs share are read once per replay
+
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
+        self._cache: collections.OrderedDict[str, np.ndarray] = collections.OrderedDict()
+        self._cached_bytes = 0
 
     def folder(self, env: str, cell_id: str, precision: str = "fp32") -> Path:
         """A cell's folder holds its fp32 graph; each conversion of it lives in a subfolder named by precision."""
@@ -163,8 +168,19 @@ class ArtifactStore:
         return self.folder(manifest.env, manifest.cell_id, manifest.precision) / GRAPH
 
     def array(self, digest: str) -> np.ndarray:
+        """The stored array (read-only: it may be shared with the next caller)."""
+        if digest in self._cache:
+            self._cache.move_to_end(digest)
+            return self._cache[digest]
         with gzip.open(self.array_path(digest), "rb") as fh:
-            return np.load(fh, allow_pickle=False)
+            array = np.load(fh, allow_pickle=False)
+        array.flags.writeable = False
+        self._cache[digest] = array
+        self._cached_bytes += array.nbytes
+        while self._cached_bytes > self.CACHE_BYTES and len(self._cache) > 1:
+            _, dropped = self._cache.popitem(last=False)
+            self._cached_bytes -= dropped.nbytes
+        return array
 
     def arrays(self, digests: Sequence[str]) -> List[np.ndarray]:
         return [self.array(d) for d in digests]

@@ -103,12 +103,15 @@ class OpenVino(RuntimeAdapter):
 
     name = "openvino"
     target = "openvino"
+    _core: Any = None
 
     def distributions(self) -> Tuple[str, ...]:
         return ("openvino",)
 
     def load(self, path: str, threads: int) -> Loaded:
-        core = _core()
+        if self._core is None:  # one Core per process: making one per graph costs more than compiling most graphs
+            self._core = _core()
+        core = self._core
         config = {"INFERENCE_NUM_THREADS": str(threads), "INFERENCE_PRECISION_HINT": "f32"}
         return _OvGraph(core.compile_model(core.read_model(path), self.device.upper(), config))
 

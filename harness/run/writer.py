@@ -43,7 +43,7 @@ def resume_key(cell_id: str, fingerprint_hash: str, harness_version: str, code: 
 
 # What a cell's result depends on besides its spec and environment: the harness code that measures it and
 # the case files. The page and bench-op are left out, so editing them keeps every record.
-_NOT_MEASURING = ("report", "bench", "host", "progress.py", "__pycache__")
+_NOT_MEASURING = ("report", "bench", "host", "replay", "progress.py", "__pycache__")
 
 
 # What a replay's result depends on: the code that judges a stored graph, not the code that exports one.
@@ -54,10 +54,11 @@ def code_hash(cases_dirs: Sequence[str] = (), only: Optional[Sequence[str]] = No
     """A short hash of the harness sources that measure cells and of every case file in use; with `only`, of those
     parts of the harness alone (folders or files, relative to the package)."""
     package = Path(__file__).resolve().parents[1]
-    files = [f for f in sorted(package.rglob("*.py")) if not set(f.relative_to(package).parts) & set(_NOT_MEASURING)]
+    files = [f for f in sorted(package.rglob("*.py")) if "__pycache__" not in f.parts]
     if only is not None:
         files = [f for f in files if any(f.relative_to(package).as_posix().startswith(part) for part in only)]
     else:
+        files = [f for f in files if not set(f.relative_to(package).parts) & set(_NOT_MEASURING)]
         for folder in [package.parent / "cases", *map(Path, cases_dirs)]:
             files.extend(sorted(Path(folder).glob("*.py")))
     digest = hashlib.sha256()
