@@ -23,6 +23,8 @@ def main(argv):
 
 
 RECORDS = Path(__file__).parent / "resources" / "records"
+REPLAYS = Path(__file__).parent / "resources" / "replays"
+OV = "OpenVINO 2026.4.1"
 CHROMIUM = os.environ.get("REPORT_CHROMIUM", "/usr/bin/chromium")
 ARGS = [
     "--no-sandbox",
@@ -46,13 +48,19 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("browser") / "index.html"
-    assert main(["--results", str(RECORDS), "--out", str(out)]) == 0
+    assert main(["--results", str(RECORDS), str(REPLAYS), "--out", str(out)]) == 0
     return out.parent
 
 
 @pytest.fixture(scope="module")
 def records(site: Path) -> List[Dict[str, Any]]:
     return json.loads((site / "results.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def exported(records: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The records the matrix shows at first: each environment's own runtime's, not the replays."""
+    return [r for r in records if r["runtime"]["env"] is None]
 
 
 @pytest.fixture(scope="module")
@@ -76,11 +84,7 @@ def save_screenshot(page: Any, directory: Path, name: str) -> None:
         shutil.copy(str(path), str(Path(wanted) / name))
 
 
-def test_filter_details_and_upgrade_in_chromium(
-    browser: Any, site: Path, records: List[Dict[str, Any]], tmp_path: Path
-) -> None:
-    problems: List[str] = []
-    dialogs: List[str] = []
+def open_page(browser: Any, site: Path, problems: List[str], dialogs: List[str]) -> Any:
     page = browser.new_page(viewport={"width": 1440, "height": 1000})
     page.on(
         "console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None
@@ -89,6 +93,16 @@ def test_filter_details_and_upgrade_in_chromium(
     page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     page.goto((site / "index.html").as_uri())
+    return page
+
+
+def test_filter_details_and_upgrade_in_chromium(
+    browser: Any, site: Path, exported: List[Dict[str, Any]], tmp_path: Path
+) -> None:
+    records = exported
+    problems: List[str] = []
+    dialogs: List[str] = []
+    page = open_page(browser, site, problems, dialogs)
 
     chips = page.locator("#matrix-table button.chip")
     assert chips.count() == len(records)
@@ -129,6 +143,8 @@ def test_filter_details_and_upgrade_in_chromium(
     page.select_option("#upgrade-old", "torch1.12")
     body = page.locator("#upgrade-body")
     assert "pick in torch1.12" in body.inner_text() and "pick in torch2" in body.inner_text()
+    body.locator("details.change-family > summary").first.click()
+    body.locator("details.change-group > summary").first.click()
     body.locator("table.changes button.chip").first.click()
     assert panel.is_visible()
     page.keyboard.press("Escape")
@@ -147,4 +163,60 @@ def test_filter_details_and_upgrade_in_chromium(
     assert page.evaluate("document.querySelectorAll('script').length") == 2
     assert dialogs == []
     assert problems == []
+    page.close()
+
+
+def test_runtimes_in_chromium(browser: Any, site: Path, records: List[Dict[str, Any]], tmp_path: Path) -> None:
+    problems: List[str] = []
+    dialogs: List[str] = []
+    page = open_page(browser, site, problems, dialogs)
+    chips = page.locator("#matrix-table button.chip")
+
+    # The matrix: one runtime's records, then every record; a replay's details name the runtime and its origin.
+    page.select_option('#filters select[data-dim="runtime"]', OV)
+    assert chips.count() == sum(1 for r in records if r["runtime"]["version"] == "2026.4.1")
+    page.select_option('#filters select[data-dim="runtime"]', "")
+    assert chips.count() == len(records)
+    page.select_option('#filters select[data-dim="runtime"]', OV)
+    page.select_option('#filters select[data-dim="strategy"]', "contrib")
+    page.select_option('#filters select[data-dim="verdict"]', "load_failed")
+    chips.first.click()
+    text = page.locator("#details").inner_text()
+    assert "No conversion rule found for operations: com.microsoft.GridSample" in text
+    assert "openvino2026" in text and "exported by" in text
+    page.locator("#details button.chip").first.click()  # to the exporting cell, which lists its replays
+    assert "the same graph in other runtimes" in page.locator("#details").inner_text().lower()
+    page.keyboard.press("Escape")
+    page.click("#filters-reset")
+    assert chips.count() == sum(1 for r in records if r["runtime"]["env"] is None)
+
+    # The advisor: the same question for a deployment runtime.
+    page.select_option('select[data-adv="env"]', "torch1.12")
+    page.select_option('select[data-adv="opset"]', "16")
+    page.select_option('select[data-adv="runtime"]', OV)
+    card = page.locator("article.advice-card:visible")
+    assert card.count() == 1 and card.get_attribute("id") == "advice-torch1.12-16-cpu-grid_sample-OpenVINO-2026.4.1"
+    assert "fewer samples" in card.inner_text() and "refused at load by" in card.inner_text()
+    page.select_option('select[data-adv="runtime"]', "")
+    assert page.locator("article.advice-card:visible").get_attribute("id") == "advice-torch1.12-16-cpu-grid_sample"
+
+    # The ladder: a failing square opens the runtime's own message.
+    failing = page.locator("#ladder td.rung-cell details").first
+    failing.locator("summary").click()
+    assert "ONNXRuntimeError" in failing.inner_text() or "OpenVINO" in failing.inner_text()
+
+    # The upgrade view between two runtimes of one environment's graphs.
+    page.select_option("#upgrade-mode", "runtimes")
+    page.select_option("#upgrade-env", "torch1.12")
+    body = page.locator("#upgrade-body")
+    assert "pick in onnxruntime 1.12.1" in body.inner_text() and "pick in onnxruntime 1.32.0" in body.inner_text()
+    assert page.locator("#upgrade-runtime-note").is_visible()
+    page.select_option("#upgrade-rt-new", "onnxruntime 1.8.1")
+    assert "now fails" in body.inner_text()
+    page.select_option("#upgrade-rt-old", "onnxruntime 1.20.1")
+    assert "up the ladder" in body.inner_text()  # a downgrade from a runtime that is not its own: not precomputed
+    page.select_option("#upgrade-rt-new", OV)  # the top rung is offered too
+    assert "pick in OpenVINO 2026.4.1" in body.inner_text()
+    save_screenshot(page, tmp_path, "report-runtimes-full.png")
+    assert dialogs == [] and problems == []
     page.close()

@@ -107,7 +107,7 @@ def test_every_cell_is_placed_once_with_its_details(data: Dict[str, Any], loaded
     assert data["dims"]["env"] == ["torch1.8", "torch1.12", "torch2"]
     assert data["dims"]["opset"] == [9, 11, 13, 16, 18]
     verdicts = [v[0] for v in data["verdicts"]]
-    seen = {verdicts[c[-1]] for c in data["cells"]}
+    seen = {verdicts[c[1 + len(data["cellDims"])]] for c in data["cells"]}
     assert seen == set(verdicts)  # the fixtures cover every verdict
 
 
@@ -168,8 +168,8 @@ def test_overview_has_one_row_per_environment_device_and_opset(page: Page) -> No
 def test_upgrade_cells_that_change(frame: pd.DataFrame) -> None:
     changes = cell_changes(frame, "torch1.8", "torch2")
     kinds = {c.kind for c in changes}
-    assert {"fixed", "faster"} <= kinds
-    fixed = [c for c in changes if c.kind == "fixed" and frame.at[c.new_idx, "family"] == "grid_sample"]
+    assert {"became_applicable", "now_passes", "faster"} <= kinds
+    fixed = [c for c in changes if c.kind == "became_applicable" and frame.at[c.new_idx, "family"] == "grid_sample"]
     fixed_native = [c for c in fixed if frame.at[c.new_idx, "strategy"] == "native"]
     assert fixed_native and all(frame.at[c.new_idx, "opset"] == 16 for c in fixed_native)
     for change in changes:
@@ -194,10 +194,12 @@ def test_every_ordered_pair_is_precomputed(data: Dict[str, Any]) -> None:
     envs = data["dims"]["env"]
     for old in envs:
         for new in envs:
-            assert (new in data["upgrade"].get(old, {})) == (old != new)
-    pair = data["upgrade"]["torch1.8"]["torch2"]
-    assert set(pair) == {"counts", "gains", "switches", "changes"}
-    assert pair["counts"]["fixed"] == sum(1 for c in pair["changes"] if c[0] == "fixed")
+            assert (new in data["upgrade"]["envs"].get(old, {})) == (old != new)
+    pair = data["upgrade"]["envs"]["torch1.8"]["torch2"]
+    assert set(pair) == {"counts", "gains", "switches", "groups"}
+    for kind, count in pair["counts"].items():
+        assert count == sum(len(g[3]) for g in pair["groups"] if g[2] == kind)
+    assert data["upgrade"]["runtimes"] == {}  # no replays among these records
 
 
 def test_environment_table_has_one_row_per_fingerprint(page: Page) -> None:
@@ -221,10 +223,12 @@ def test_page_summary(page: Page) -> None:
         "case",
         "strategy",
         "env",
+        "runtime",
         "opset",
         "exporter",
         "shape_mode",
         "device",
+        "precision",
         "verdict",
     ]
 

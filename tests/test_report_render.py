@@ -30,13 +30,14 @@ def main(argv):
 HERE = Path(__file__).parent
 ROOT = HERE.parent
 RECORDS = HERE / "resources" / "records"
+REPLAYS = HERE / "resources" / "replays"  # a slice of real records: exporting cells and their replays
 GOLDEN = HERE / "resources" / "golden" / "index.html"
 HOSTILE = "<script>alert"
 
 
 def scrub(html: str) -> str:
     """Leave out what changes without the page's meaning changing: time, paths, assets, matplotlib's drawing."""
-    html = html.replace(str(RECORDS), "RECORDS")
+    html = html.replace(str(RECORDS), "RECORDS").replace(str(REPLAYS), "REPLAYS")
     html = re.sub(r'<span class="generated">[^<]*</span>', '<span class="generated">TIME</span>', html)
     html = re.sub(r"<style>.*?</style>", "<style>/* report.css */</style>", html, flags=re.S)
     html = re.sub(r"<script>.*?</script>", "<script>/* report.js */</script>", html, flags=re.S)
@@ -49,7 +50,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     out = tmp_path_factory.mktemp("report") / "site" / "index.html"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("SOURCE_DATE_EPOCH", "1764436500")
-        assert main(["--results", str(RECORDS), "--out", str(out)]) == 0
+        assert main(["--results", str(RECORDS), str(REPLAYS), "--out", str(out)]) == 0
     yield out.parent
 
 
@@ -123,17 +124,19 @@ def test_the_sources_say_how_many_records_were_migrated(html: str) -> None:
 def test_merged_results_are_written_beside_the_page(site: Path) -> None:
     with open(site / "results.csv", newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    assert len(rows) == 576
+    assert len(rows) == 596 + 157  # the exporting cells and the replays
     assert {"env", "verdict", "param_mode", "latency_ort_median_s", "memory_eager_method", "fingerprint_torch"} <= set(
         rows[0]
     )
     assert {"reference", "runtime", "precision", "lat_reference", "fingerprint_platform"} <= set(rows[0])
     records = json.loads((site / "results.json").read_text(encoding="utf-8"))
-    assert len(records) == 576 and records[0]["schema_version"] == 2  # as the records are now: record.to_json()
+    assert len(records) == 596 + 157 and records[0]["schema_version"] == 2  # as the records are now: record.to_json()
     assert {r["reference"] for r in records if r["family"] == "control_flow"} == {"eager"}
     runtime = records[0]["runtime"]
     assert (runtime["name"], runtime["version"]) == ("onnxruntime", records[0]["fingerprint"]["onnxruntime"])
     assert runtime["env"] is None  # judged by the exporting environment's own onnxruntime, not a replay
+    replays = [r for r in rows if r["runtime_env"]]
+    assert len(replays) == 157 and {r["runtime"] for r in replays} == {"onnxruntime", "openvino"}
 
 
 def test_non_finite_numbers_do_not_break_the_page(tmp_path: Path) -> None:
@@ -169,6 +172,28 @@ def test_environment_limits_are_shown_once_per_environment_and_escaped(tmp_path:
     assert "exports opsets up to 13 &lt;script&gt;alert(3)&lt;/script&gt;" in table
     assert "<script>alert(3)" not in page
     assert "<th>platform</th>" in table and "<td>Linux-6.1.0-28-amd64-x86_64-with-glibc2.36</td>" in table
+
+
+def test_a_hostile_runtime_error_is_shown_as_text(tmp_path: Path) -> None:
+    lines = (REPLAYS / "replay-openvino2026.jsonl").read_text(encoding="utf-8").splitlines()
+    record = next(r for r in map(json.loads, lines) if r["verdict"] == "load_failed" and r["env"] == "torch1.8")
+    hostile = "Exception from frontend.cpp:<script>alert(7)</script> & <img src=x onerror=alert(8)>"
+    record["reason"] = hostile
+    record["stages"] = [dict(s, message=hostile) if s["outcome"] == "failed" else s for s in record["stages"]]
+    record["runtime"] = dict(record["runtime"], version='2026.4.1"><script>alert(9)</script>')
+    exporting = (REPLAYS / "torch1.8.jsonl").read_text(encoding="utf-8")  # the replay's exporting cell, and others
+    (tmp_path / "records.jsonl").write_text(exporting + json.dumps(record) + "\n", encoding="utf-8")
+    out = tmp_path / "out" / "index.html"
+    assert main(["--results", str(tmp_path / "records.jsonl"), "--out", str(out)]) == 0
+    page = out.read_text(encoding="utf-8")
+    assert "<script>alert(" not in page and "<img src=x" not in page
+    assert page.count("<script") == 2
+    ladder = page[page.index('<section id="ladder">') : page.index('<section id="upgrade">')]
+    assert "frontend.cpp:&lt;script&gt;alert(7)&lt;/script&gt; &amp; &lt;img src=x onerror=alert(8)&gt;" in ladder
+    assert "&lt;script&gt;alert(9)&lt;/script&gt;</th>" in ladder  # the runtime's label, a column header
+    data = embedded_data(page)
+    assert hostile in data["strings"]  # intact once parsed; the script puts it in as text
+    assert any("<script>alert(9)" in label for label in data["dims"]["runtime"])
 
 
 def test_rendering_never_imports_torch(tmp_path: Path) -> None:

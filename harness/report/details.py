@@ -4,9 +4,10 @@ fingerprints and runtimes stored once and referred to by position."""
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Dict, List, Optional, Sequence
 
-from harness.record import CellRecord, Fingerprint
+from harness.record import CellRecord, Fingerprint, Stage
 from harness.report.vocab import FINGERPRINT_COLUMNS, runtime_label
 
 PARITY_KEYS = ("max_abs", "max_rel", "atol", "rtol", "min_passing_atol", "shapes_checked")
@@ -41,6 +42,9 @@ def message(text: Any) -> Optional[str]:
 
 def number(value: Any) -> Any:
     # The page's script does arithmetic on these: anything else a file holds there is shown as unknown.
+    if isinstance(value, float) and math.isfinite(value):
+        # Five significant digits: the panel shows four at most; results.json keeps every digit.
+        return float(f"{value:.5g}")
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
@@ -63,6 +67,7 @@ def runtime_shown(record: CellRecord) -> Dict[str, Any]:
         "platform": runtime.platform,
         "providers": ", ".join(runtime.providers) or None,
         "precision": record.precision,
+        "converter": record.converter or None,
     }
 
 
@@ -78,18 +83,17 @@ def _export(record: CellRecord) -> Optional[Dict[str, Any]]:
     }
 
 
+def _stage(stage: Stage, strings: Interned) -> List[Any]:
+    """[name, outcome, seconds, error type, message]; a stage skipped without a word is only [name, "skipped"]."""
+    if stage.outcome == "skipped" and stage.message is None and stage.error_type is None:
+        return [stage.name, stage.outcome]
+    said = None if stage.message is None else strings.add(message(stage.message))
+    return [stage.name, stage.outcome, number(stage.seconds), stage.error_type, said]
+
+
 def detail(record: CellRecord, strings: Interned, fingerprints: Interned, runtimes: Interned) -> Dict[str, Any]:
     """Everything the details panel shows for one cell."""
-    stages = [
-        [
-            s.name,
-            s.outcome,
-            number(s.seconds),
-            s.error_type,
-            None if s.message is None else strings.add(message(s.message)),
-        ]
-        for s in record.stages
-    ]
+    stages = [_stage(s, strings) for s in record.stages]
     latency = {
         t: [number(m.median_s), number(m.iqr_s), number(m.samples), number(m.threads), bool(m.noisy)]
         for t, m in record.latency.items()
@@ -122,7 +126,12 @@ def link_replays(details: List[Dict[str, Any]], origin: Sequence[Optional[int]])
     for index, exporting in enumerate(origin):
         if exporting is None or exporting == index:
             continue
-        details[index]["of"] = exporting
+        replay, origin = details[index], details[exporting]
+        replay["of"] = exporting
         for key in SHARED_WITH_ORIGIN:
-            details[index].pop(key, None)
-        details[exporting].setdefault("rp", []).append(index)
+            replay.pop(key, None)
+        if replay.get("a") == origin.get("a"):
+            replay.pop("a", None)  # the same stored graph
+        if replay["id"][1] == origin["id"][1]:
+            replay["id"][1] = None  # the same cell
+        origin.setdefault("rp", []).append(index)

@@ -11,7 +11,7 @@ from typing import Dict, List, Sequence, Tuple
 import pandas as pd
 
 from harness.record import Verdict, portability_label
-from harness.report.runtimes import evidence, exporting, ladder, made_no_graph
+from harness.report.runtimes import evidence, exported_graphs, exporting, ladder, made_no_graph
 from harness.report.vocab import VERDICT_STYLE, family_sort_key, strategy_sort_key
 
 ROW = ["env", "opset", "exporter", "device"]
@@ -133,8 +133,8 @@ def ladder_view(frame: pd.DataFrame, envs: Sequence[str]) -> LadderView:
     """Every family's strategies on the runtime ladder (`frame`: every record, exporting and replayed)."""
     order = {e: i for i, e in enumerate(envs)}
     own = exporting(frame).sort_values(by="env", key=lambda col: col.map(order), kind="stable")
-    replayed = frame[~frame["own"].astype(bool)]
-    runtimes = ladder(frame["runtime"])
+    replayed = exported_graphs(frame[~frame["own"].astype(bool)])
+    runtimes = ladder(exported_graphs(frame)["runtime"])
     by_strategy = {k: part for k, part in replayed.groupby(["family", "strategy"], sort=False)}
     references = set(zip(own["family"], own["reference"]))
     families = []

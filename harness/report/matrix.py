@@ -78,7 +78,8 @@ def _dim_values(frame: pd.DataFrame, envs: Sequence[str]) -> Dict[str, List[Any]
 
 def origins(frame: pd.DataFrame) -> List[Optional[int]]:
     """For each record, the exporting record of its cell (itself for an exporting one; None if not loaded)."""
-    keys = list(zip(*(frame[c] for c in CELL)))
+    # a converted graph (fp16, int8) points at the fp32 graph it was converted from
+    keys = list(zip(*(frame[c] for c in CELL if c != "precision")))
     own = frame["own"].astype(bool).tolist()
     exporting = {key: i for i, (key, is_own) in enumerate(zip(keys, own)) if is_own}
     return [exporting.get(key) for key in keys]
@@ -107,16 +108,18 @@ def _round(ratio: Optional[float]) -> Optional[float]:
 
 
 def upgrades(
-    pairs: Mapping[Tuple[str, str], UpgradeDiff], runtime_pairs: Mapping[Tuple[str, str, str], UpgradeDiff]
+    pairs: Mapping[Tuple[str, str], UpgradeDiff],
+    runtime_pairs: Mapping[Tuple[str, str, str], UpgradeDiff],
+    ladders: Mapping[str, Sequence[str]],
 ) -> Dict[str, Any]:
-    """{"envs": {old: {new: entry}}, "runtimes": {env: {old: {new: entry}}}}."""
+    """{"envs": {old: {new: entry}}, "runtimes": {env: {old: {new: entry}}}, "ladders": {env: its runtimes}}."""
     envs: Dict[str, Dict[str, Any]] = {}
     for (old, new), d in pairs.items():
         envs.setdefault(old, {})[new] = _upgrade_entry(d)
     runtimes: Dict[str, Dict[str, Dict[str, Any]]] = {}
     for (env, old, new), d in runtime_pairs.items():
         runtimes.setdefault(env, {}).setdefault(old, {})[new] = _upgrade_entry(d)
-    return {"envs": envs, "runtimes": runtimes}
+    return {"envs": envs, "runtimes": runtimes, "ladders": {env: list(labels) for env, labels in ladders.items()}}
 
 
 def cells_and_details(

@@ -29,7 +29,19 @@ from harness.report.vocab import (
     strategy_sort_key,
 )
 
-FILTER_DIMS = ("family", "case", "strategy", "env", "runtime", "opset", "exporter", "shape_mode", "device", "verdict")
+FILTER_DIMS = (
+    "family",
+    "case",
+    "strategy",
+    "env",
+    "runtime",
+    "opset",
+    "exporter",
+    "shape_mode",
+    "device",
+    "precision",
+    "verdict",
+)
 OWN_RUNTIME = "=own"  # the runtime filter's value for "each environment's own runtime": the page's default
 
 
@@ -113,6 +125,7 @@ class Page:
     runtime_choices: Tuple[RuntimeChoice, ...]
     ladder: LadderView
     runtimes: Tuple[RuntimeRow, ...]
+    replays: int  # records of graphs judged again elsewhere (converted ones included)
     replay_runtimes: int  # how many distinct runtimes replayed graphs
     filters: Tuple[Filter, ...]
     pivots: Tuple[str, ...]
@@ -257,10 +270,11 @@ def build_page(loaded: Loaded, title: str = "onnx-compat-matrix") -> Page:
     advice = advise(everywhere)
     pairs = all_pairs(own, [a for a in advice if a.home], envs)
     choices = runtime_choices(everywhere, envs)
-    by_runtime = runtime_pairs(everywhere, advice, {c.env: list(c.runtimes) for c in choices}, homes(frame))
-    ladders = ladder_view(frame, envs)
-    evidence = {(f.family, s.strategy): s.evidence for f in ladders.families for s in f.strategies}
-    data = matrix.payload(frame, records, envs, matrix.upgrades(pairs, by_runtime), evidence)
+    ladders = {c.env: list(c.runtimes) for c in choices}
+    by_runtime = runtime_pairs(everywhere, advice, ladders, homes(frame))
+    where = ladder_view(frame, envs)
+    evidence = {(f.family, s.strategy): s.evidence for f in where.families for s in f.strategies}
+    data = matrix.payload(frame, records, envs, matrix.upgrades(pairs, by_runtime, ladders), evidence)
     rows = runtime_rows(records, envs)
     counts = Counter(own["verdict"])
     portability = dict(zip(own["strategy"], own["portability"]))
@@ -280,8 +294,9 @@ def build_page(loaded: Loaded, title: str = "onnx-compat-matrix") -> Page:
         envs=tuple(envs),
         upgrade_default=(envs[0], envs[-1]) if envs else ("", ""),
         runtime_choices=tuple(choices),
-        ladder=ladders,
+        ladder=where,
         runtimes=tuple(rows),
+        replays=len(frame) - len(own),
         replay_runtimes=len({row.label for row in rows}),
         filters=tuple(filters(frame, envs)),
         pivots=tuple(label for label, _ in data["pivots"]),

@@ -14,6 +14,7 @@ from typing import Dict, Iterable, List, Sequence, Tuple
 import pandas as pd
 
 from harness.record import Verdict
+from harness.report.table import FP32
 from harness.report.vocab import runtime_sort_key
 
 # The columns naming one cell of an environment, whatever runtime judged its graph.
@@ -44,6 +45,7 @@ JUDGED_COLUMNS = CELL + [
     "verdict",
     "reason",
     "failed_stage",
+    "exported",
     "max_abs",
     "lat_eager",
     "mem_eager",
@@ -54,8 +56,6 @@ JUDGED_COLUMNS = CELL + [
 ]
 # What a runtime must have replayed some graph of before the cells that made none are carried to it.
 SCOPE = ["env", "family", "opset", "device"]
-# Stages before any runtime sees the graph: a cell that failed there made no graph to replay.
-BEFORE_RUNTIME = frozenset({"build", "eager", "export", "opset", "artifact"})
 NO_GRAPH_VERDICTS = frozenset({Verdict.NOT_APPLICABLE.value, Verdict.EXPORT_FAILED.value})
 RAN = frozenset({Verdict.PASS.value, Verdict.MISMATCH.value})  # the runtime loaded the graph and computed outputs
 LOAD_FAILED = Verdict.LOAD_FAILED.value
@@ -67,13 +67,20 @@ def ladder(labels: Iterable[str]) -> List[str]:
 
 
 def made_no_graph(frame: pd.DataFrame) -> pd.Series:
-    """Whether each (exporting) cell failed before a runtime could judge its graph."""
-    return frame["verdict"].isin(NO_GRAPH_VERDICTS) | frame["failed_stage"].isin(BEFORE_RUNTIME)
+    """Whether each cell failed before its exporter gave a graph any runtime could judge (a replay's record keeps
+    its exporting cell's export)."""
+    return frame["verdict"].isin(NO_GRAPH_VERDICTS) | ~frame["exported"].astype(bool)
 
 
 def exporting(frame: pd.DataFrame) -> pd.DataFrame:
     """The records judged by their own environment's runtime: the page as it was before replays."""
     return frame[frame["own"].astype(bool)]
+
+
+def exported_graphs(frame: pd.DataFrame) -> pd.DataFrame:
+    """The records of the graphs as exported (fp32): what the runtime views compare; converted graphs (fp16,
+    int8) are judged against other tolerances and stay in the matrix, under their precision."""
+    return frame[frame["precision"] == FP32]
 
 
 def judged(frame: pd.DataFrame) -> pd.DataFrame:
@@ -84,7 +91,7 @@ def judged(frame: pd.DataFrame) -> pd.DataFrame:
     (elsewhere nothing says what that runtime would do). `carried` marks those. `idx` still points at the record
     shown for the row: the replay, or the exporting record carried.
     """
-    frame = frame[JUDGED_COLUMNS]
+    frame = exported_graphs(frame)[JUDGED_COLUMNS]
     own = exporting(frame).assign(carried=False)
     replays = frame[~frame["own"].astype(bool)]
     if replays.empty:
@@ -142,7 +149,8 @@ class Evidence:
 
 
 def evidence(cells: pd.DataFrame) -> Evidence:
-    """Evidence from records that judged a graph (cells that made none say nothing about runtimes)."""
+    """Evidence from records that judged a graph as exported (cells that made none say nothing about runtimes)."""
+    cells = exported_graphs(cells)
     tried = cells[~made_no_graph(cells)] if not cells.empty else cells
     ran: List[str] = []
     refused: List[str] = []

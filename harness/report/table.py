@@ -16,6 +16,7 @@ from harness.report.vocab import runtime_label
 # runtime that judged it (the "ort" target for onnxruntime, the "openvino" target of an OpenVINO replay).
 TARGETS = ("eager", "ort", "reference", "rt")
 RUNTIME_TARGET = {"openvino": "openvino"}  # the record's target for a runtime's measurement; "ort" otherwise
+FP32 = "fp32"  # the exported graph as is; other precisions are graphs converted from it
 NUMERIC = ("max_abs", "max_rel", "atol", "rtol", "min_passing_atol") + tuple(
     prefix + "_" + target for target in TARGETS for prefix in ("lat", "mem")
 )
@@ -44,6 +45,7 @@ COLUMNS = (
     "verdict",
     "reason",
     "failed_stage",
+    "exported",
     "error_type",
     "message",
     "max_abs",
@@ -104,12 +106,14 @@ def flat_row(index: int, record: CellRecord) -> Dict[str, Any]:
         "runtime_name": record.runtime.name,
         "runtime_env": record.runtime.env or "",
         "home": home_runtime(record),
-        # an exporting record, or a replay of its graph in the same runtime (which the replay command never runs)
-        "own": record.runtime.env is None or label == home_runtime(record),
+        # an exporting record, or a replay of its very graph in the same runtime (which the replay command never
+        # runs); a converted graph (fp16, int8) judged there is a replay like any other
+        "own": record.runtime.env is None or (label == home_runtime(record) and record.precision == FP32),
         "precision": record.precision,
         "verdict": record.verdict.value,
         "reason": record.reason,
         "failed_stage": failed.name if failed else None,
+        "exported": record.export is not None,  # a graph came out of the exporter (stored for replays, if kept)
         "error_type": failed.error_type if failed else None,
         "message": failed.message if failed else None,
     }
@@ -134,7 +138,7 @@ def build_frame(records: Sequence[CellRecord]) -> pd.DataFrame:
 def export_row(record: CellRecord) -> Dict[str, Any]:
     """A wide row for results.csv: every target, every parameter and fingerprint field in its own column."""
     row = flat_row(0, record)
-    for key in ("idx", "lat_rt", "mem_rt", "own", "home", "runtime_name"):
+    for key in ("idx", "lat_rt", "mem_rt", "own", "home", "runtime_name", "exported"):
         row.pop(key)
     row.update(runtime=record.runtime.name, runtime_version=record.runtime.version, runtime_env=record.runtime.env)
     for key, value in sorted(record.params.items()):

@@ -278,9 +278,8 @@ def strategy_order(frame: pd.DataFrame) -> Dict[str, int]:
 
 
 def _diff(
-    frame: pd.DataFrame, changes: List[CellChange], switched: List[Switch], names: Tuple[str, str], env: str = ""
+    order: Dict[str, int], changes: List[CellChange], switched: List[Switch], names: Tuple[str, str], env: str = ""
 ) -> UpgradeDiff:
-    order = strategy_order(frame)
     counts = {kind: sum(1 for c in changes if c.kind == kind) for kind in KIND_NAMES}
     return UpgradeDiff(
         names[0],
@@ -294,16 +293,25 @@ def _diff(
     )
 
 
-def diff(frame: pd.DataFrame, advice: Sequence[Advice], old: str, new: str) -> UpgradeDiff:
+def diff(
+    frame: pd.DataFrame, advice: Sequence[Advice], old: str, new: str, order: Optional[Dict[str, int]] = None
+) -> UpgradeDiff:
     """Two environments, each judged by its own runtime (`frame` holds the exporting records, indexed by idx)."""
     changes = cell_changes(frame, old, new)
     home = [a for a in advice if a.home]
     switched = switches([a for a in home if a.env == old], [a for a in home if a.env == new], old, new)
-    result = _diff(frame, changes, switched, (old, new))
+    result = _diff(order or strategy_order(frame), changes, switched, (old, new))
     return replace(result, gains=result.gains + tuple(_opset_gains(frame, old, new)))
 
 
-def runtime_diff(mine: pd.DataFrame, advice: Sequence[Advice], env: str, old: str, new: str) -> UpgradeDiff:
+def runtime_diff(
+    mine: pd.DataFrame,
+    advice: Sequence[Advice],
+    env: str,
+    old: str,
+    new: str,
+    order: Optional[Dict[str, int]] = None,
+) -> UpgradeDiff:
     """One environment's graphs in two runtimes (`mine`: its rows of harness.report.runtimes.judged)."""
     changes = compare(mine[mine["runtime"] == old], mine[mine["runtime"] == new])
     before = [a for a in advice if a.env == env and a.runtime == old]
@@ -312,7 +320,7 @@ def runtime_diff(mine: pd.DataFrame, advice: Sequence[Advice], env: str, old: st
     # A family, opset and device not judged on one side says nothing about the runtimes: named once, not listed.
     unjudged = sorted({s.family for s in switched if "not_run" in (s.old.state, s.new.state)}, key=family_sort_key)
     kept = [s for s in switched if s.old.state != "not_run" != s.new.state]
-    result = _diff(mine, changes, kept, (old, new), env)
+    result = _diff(order or strategy_order(mine), changes, kept, (old, new), env)
     if not unjudged:
         return result
     return replace(
@@ -322,7 +330,8 @@ def runtime_diff(mine: pd.DataFrame, advice: Sequence[Advice], env: str, old: st
 
 def all_pairs(frame: pd.DataFrame, advice: Sequence[Advice], envs: Sequence[str]) -> Dict[Tuple[str, str], UpgradeDiff]:
     """Every ordered pair of environments, so the page can switch between them without computing anything."""
-    return {(a, b): diff(frame, advice, a, b) for a in envs for b in envs if a != b}
+    order = strategy_order(frame)
+    return {(a, b): diff(frame, advice, a, b, order) for a in envs for b in envs if a != b}
 
 
 def runtime_pair_keys(ladder: Sequence[str], homes: Sequence[str]) -> List[Tuple[str, str]]:
@@ -338,8 +347,9 @@ def runtime_pairs(
 ) -> Dict[Tuple[str, str, str], UpgradeDiff]:
     """For each environment replayed elsewhere, its graphs compared between runtimes (runtime_pair_keys)."""
     found = {}
+    order = strategy_order(judged)
     for env, labels in ladders.items():
         mine = judged[judged["env"] == env]
         for old, new in runtime_pair_keys(labels, homes.get(env, ())):
-            found[(env, old, new)] = runtime_diff(mine, advice, env, old, new)
+            found[(env, old, new)] = runtime_diff(mine, advice, env, old, new, order)
     return found

@@ -68,7 +68,7 @@ PIVOTS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
     ("environment × runtime", ("env", "runtime")),
     ("runtime × opset", ("runtime", "opset")),
 )
-CELL_DIMS: Tuple[str, ...] = ("env", "runtime", "opset", "exporter", "shape_mode", "device", "dtype")
+CELL_DIMS: Tuple[str, ...] = ("env", "runtime", "opset", "exporter", "shape_mode", "device", "dtype", "precision")
 DIM_LABEL: Dict[str, str] = {
     "family": "family",
     "case": "case",
@@ -80,6 +80,7 @@ DIM_LABEL: Dict[str, str] = {
     "shape_mode": "shape mode",
     "device": "device",
     "dtype": "dtype",
+    "precision": "precision",
     "verdict": "verdict",
 }
 

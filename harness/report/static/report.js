@@ -222,8 +222,9 @@
     var replay = d.of !== undefined || rt["runtime environment"];
     panelBody.appendChild(el("h3", { text: replay ? "Runtime (a replay of the exported graph)" : "Runtime" }));
     var pairs = Object.keys(rt).map(function (k) { return [k, rt[k]]; });
-    pairs.push(["artifact", d.a]);
-    if (d.of !== undefined) pairs.push(["exported by", el("span", null, chip(d.of), " " + cellValue(CELLS[d.of], "env") + " · " + cellValue(CELLS[d.of], "runtime"))]);
+    pairs.push(["artifact", d.a !== undefined ? d.a : (d.of !== undefined ? DATA.details[d.of].a : null)]);
+    var origin = rt.precision && rt.precision !== "fp32" ? "converted from the graph exported by" : "exported by";
+    if (d.of !== undefined) pairs.push([origin, el("span", null, chip(d.of), " " + cellValue(CELLS[d.of], "env") + " · " + cellValue(CELLS[d.of], "runtime"))]);
     else if (!replay) pairs[0][1] = rt.runtime + " (the exporting environment's own)";
     panelBody.appendChild(kv(pairs));
     if (d.rp && d.rp.length) {
@@ -268,8 +269,8 @@
       var body = el("tbody");
       d.st.forEach(function (s) {
         body.appendChild(el("tr", null, el("td", { text: s[0] }), el("td", { className: "outcome-" + s[1], text: s[1] }),
-          el("td", { className: "num", text: s[2] === null || s[1] === "skipped" ? "—" : s[2].toFixed(3) }), el("td", null, s[3] ? el("code", { text: s[3] }) : null)));
-        if (s[4] !== null) body.appendChild(el("tr", { className: "message-row" }, el("td", { colspan: 4 }, el("pre", { text: DATA.strings[s[4]] }))));
+          el("td", { className: "num", text: s[2] === null || s[2] === undefined || s[1] === "skipped" ? "—" : s[2].toFixed(3) }), el("td", null, s[3] ? el("code", { text: s[3] }) : null)));
+        if (s[4] !== null && s[4] !== undefined) body.appendChild(el("tr", { className: "message-row" }, el("td", { colspan: 4 }, el("pre", { text: DATA.strings[s[4]] }))));
       });
       stages.appendChild(body);
       panelBody.appendChild(stages);
@@ -310,7 +311,7 @@
     var fp = DATA.fingerprints[base.f] || {};
     panelBody.appendChild(kv(Object.keys(fp).map(function (k) { return [k, fp[k]]; })));
     panelBody.appendChild(el("h3", { text: "Run" }));
-    panelBody.appendChild(kv([["run id", d.id[0]], ["cell id", d.id[1]], ["harness", d.id[2]],
+    panelBody.appendChild(kv([["run id", d.id[0]], ["cell id", d.id[1] || base.id[1]], ["harness", d.id[2]],
       ["started · finished", d.t[0] + " · " + d.t[1]], ["wall", fmtSeconds(d.t[2])]]));
 
     if (selected) selected.forEach(function (b) { b.classList.remove("selected"); });
@@ -394,7 +395,8 @@
     }
     var env = rtEnvSelect.value, ro = rtOldSelect.value, rn = rtNewSelect.value;
     if (ro === rn) return [null, ro, rn, "Pick two different runtimes."];
-    return [((DATA.upgrade.runtimes[env] || {})[ro] || {})[rn] || null, ro, rn, "No data for this pair."];
+    return [((DATA.upgrade.runtimes[env] || {})[ro] || {})[rn] || null, ro, rn,
+      "No data for this pair: the page compares runtimes up the ladder, and from the environment's own runtime down."];
   }
 
   function noteText(kind, c) {
@@ -497,8 +499,7 @@
 
   function fillRuntimes() {
     var option = rtEnvSelect.selectedOptions[0];
-    var env = rtEnvSelect.value, labels = Object.keys((DATA.upgrade.runtimes[env] || {}));
-    var ladder = DIMS.runtime.filter(function (r) { return labels.indexOf(r) >= 0; });
+    var ladder = DATA.upgrade.ladders[rtEnvSelect.value] || [];
     [[rtOldSelect, option.dataset.old], [rtNewSelect, option.dataset.new]].forEach(function (pair) {
       clear(pair[0]);
       ladder.forEach(function (r) { pair[0].appendChild(el("option", { text: r, selected: r === pair[1] })); });
