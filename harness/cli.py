@@ -6,6 +6,7 @@ A command returns an exit code (harness.errors.ExitCode); a UserError becomes on
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any, Callable, List, Optional, Tuple
@@ -20,6 +21,20 @@ def artifacts_dir(args: argparse.Namespace) -> Path:
     if args.out:
         return Path(args.out).resolve().parent / "artifacts"
     return Path(args.results_dir).resolve().parent / "artifacts"
+
+
+def pinned_cpus(args: argparse.Namespace) -> Tuple[int, ...]:
+    """--pin: one core per worker from the cores this process may use; a clear error where that cannot be."""
+    if not getattr(args, "pin", False):
+        return ()
+    if not hasattr(os, "sched_getaffinity"):
+        raise UserError("--pin needs Linux (os.sched_getaffinity); drop --pin on this platform")
+    cores = sorted(os.sched_getaffinity(0))
+    if args.jobs > len(cores):
+        raise UserError(
+            f"--pin --jobs {args.jobs}: only {len(cores)} cores are available here; pass --jobs {len(cores)}"
+        )
+    return tuple(cores[: max(1, args.jobs)])
 
 
 def _csv(text: str) -> List[str]:
@@ -54,6 +69,7 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--shard", default=None, metavar="I/N", help="run the I-th of N deterministic slices")
     run.add_argument("--rerun", action="store_true", help="run cells again even when a record exists")
     run.add_argument("--jobs", type=int, default=1, help="worker processes (0: run in this process; default 1)")
+    run.add_argument("--pin", action="store_true", help="pin each worker to a core of its own (Linux)")
     run.add_argument("--threads", type=int, default=2, help="threads for torch and onnxruntime alike (default 2)")
     run.add_argument("--timeout", type=float, default=300.0, help="seconds a cell may take (default 300)")
     run.add_argument("--memory-limit-mb", type=int, default=None, help="data-segment limit per worker")
@@ -89,6 +105,7 @@ def add_replay_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shard", default=None, metavar="I/N", help="judge the I-th of N deterministic slices")
     p.add_argument("--rerun", action="store_true", help="judge graphs again even when a record exists")
     p.add_argument("--jobs", type=int, default=1, help="replay worker processes (default 1)")
+    p.add_argument("--pin", action="store_true", help="pin each worker to a core of its own (Linux)")
     p.add_argument("--threads", type=int, default=2, help="the runtime's threads (default 2, as the exporting cells)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds a graph may take (default 120)")
     p.add_argument("--memory-limit-mb", type=int, default=None, help="data-segment limit per worker")

@@ -45,3 +45,26 @@ def test_a_dead_worker_costs_its_cell_and_the_next_cell_gets_a_fresh_one(tmp_pat
     assert made == [("faulty_segfault", Verdict.CRASHED)]  # the pool made only the crash's record
     assert fine.verdict is Verdict.PASS and again.verdict is Verdict.PASS
     assert all(o.wall_s > 0 and o.started_at.endswith("Z") for o in outcomes)
+
+
+def test_pinned_workers_each_run_on_their_own_core_and_a_replacement_keeps_it(tmp_path):
+    import os
+
+    fingerprint = collect("poolenv").fingerprint
+    core = sorted(os.sched_getaffinity(0))[-1]
+    config = WorkerConfig(
+        env_name="poolenv",
+        options=Options(threads=1, latency=False, memory=False),
+        cases_dirs=(FAULTY,),
+        timeout_s=60,
+        log_path=tmp_path / "worker.log",
+        cpus=(core,),
+    )
+    pool = WorkerPool(
+        config,
+        make_record=lambda c, v, r: c.record(fingerprint, v, reference="native", portability="", tags=(), reason=r),
+        size=1,
+    )
+    seen = []
+    pool.run([_cell("faulty_segfault"), _cell("faulty_fine")], lambda o: seen.append(pool.workers[0].cpus))
+    assert seen == [[core], [core]]  # the worker that replaced the crashed one is pinned to the same core

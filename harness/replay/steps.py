@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from harness import __version__
 from harness.artifacts.store import ArtifactError, ArtifactStore, Manifest
-from harness.cli import artifacts_dir
+from harness.cli import artifacts_dir, pinned_cpus
 from harness.errors import ExitCode, UserError
 from harness.plan.spec import parse_shard
 from harness.record import CellRecord, Verdict, read_results, set_aside_torn_lines
@@ -255,6 +255,7 @@ def _config(r: Replay) -> WorkerConfig:
         timeout_s=args.timeout,
         log_path=r.out.with_suffix(".worker.log"),
         module="harness.replay.worker",
+        cpus=pinned_cpus(args),
         extra=("--runtime-kind", r.adapter.name, "--device", r.adapter.device),
     )
 

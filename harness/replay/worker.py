@@ -20,6 +20,7 @@ def _parse(argv: Optional[List[str]]) -> argparse.Namespace:
     parser.add_argument("--runtime-kind", required=True)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--memory-limit-mb", type=int, default=None)
+    parser.add_argument("--cpu", type=int, default=None, help="the core this worker is pinned to")
     return parser.parse_args(argv)
 
 
@@ -48,7 +49,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
         return answer
 
-    return serve_jobs(make, args.memory_limit_mb)
+    return serve_jobs(make, args.memory_limit_mb, args.cpu)
 
 
 if __name__ == "__main__":

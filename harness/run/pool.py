@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol, Sequence
 
-from harness.cli import artifacts_dir
+from harness.cli import artifacts_dir, pinned_cpus
 from harness.record import CellRecord, RecordError, Verdict
 from harness.worker.options import Options
 
@@ -45,6 +45,7 @@ class WorkerConfig:
     log_path: Optional[Path] = None
     module: str = "harness.worker"  # the worker's entry point: harness.replay.worker in a runtime environment
     extra: Sequence[str] = ()  # that entry point's own arguments
+    cpus: Sequence[int] = ()  # pin the i-th worker to cpus[i] (one worker per core, timing undisturbed by the others)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, env_name: str, log_path: Path) -> WorkerConfig:
@@ -62,9 +63,10 @@ class WorkerConfig:
             memory_limit_mb=args.memory_limit_mb,
             timeout_s=args.timeout,
             log_path=log_path,
+            cpus=pinned_cpus(args),
         )
 
-    def command(self) -> List[str]:
+    def command(self, cpu: Optional[int] = None) -> List[str]:
         cmd = [
             sys.executable,
             "-m",
@@ -79,17 +81,20 @@ class WorkerConfig:
             cmd += ["--cases-dir", str(d)]
         if self.memory_limit_mb:
             cmd += ["--memory-limit-mb", str(self.memory_limit_mb)]
+        if cpu is not None:
+            cmd += ["--cpu", str(cpu)]
         return cmd
 
 
 class Worker:
-    def __init__(self, config: WorkerConfig) -> None:
+    def __init__(self, config: WorkerConfig, cpu: Optional[int] = None) -> None:
+        self.cpu = cpu
         environ = dict(os.environ)
         environ["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT)] + [p for p in [environ.get("PYTHONPATH")] if p])
         environ.setdefault("OMP_NUM_THREADS", str(config.options.threads))
         self._log = open(config.log_path, "ab") if config.log_path else subprocess.DEVNULL
         self.proc = subprocess.Popen(
-            config.command(),
+            config.command(cpu),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log,
@@ -99,6 +104,7 @@ class Worker:
         self.cell: Optional[Job] = None
         self.started = 0.0
         self.ready = False
+        self.cpus: Optional[List[int]] = None  # the cores the worker says it may run on
         self._buffer = b""
 
     def fileno(self) -> int:
@@ -178,7 +184,7 @@ class WorkerPool:
     ) -> None:
         queue = list(cells)
         queue.reverse()
-        self.workers = [Worker(self.config) for _ in range(min(self.size, len(queue)))]
+        self.workers = [Worker(self.config, self._cpu(i)) for i in range(min(self.size, len(queue)))]
         try:
             while queue or any(w.cell for w in self.workers):
                 for w in list(self.workers):
@@ -191,11 +197,15 @@ class WorkerPool:
                             w.cell = None
                             queue.append(cell)
                             w.kill()
-                            self.workers[self.workers.index(w)] = Worker(self.config)
+                            self.workers[self.workers.index(w)] = Worker(self.config, w.cpu)
                 self._wait(on_outcome)
         finally:
             for w in self.workers:
                 w.kill()
+
+    def _cpu(self, index: int) -> Optional[int]:
+        cpus = self.config.cpus
+        return cpus[index % len(cpus)] if cpus else None
 
     def _wait(self, on_outcome: Callable[[Outcome], None]) -> None:
         now = time.monotonic()
@@ -209,7 +219,7 @@ class WorkerPool:
                 continue
             for msg in messages:
                 if msg.get("ready"):
-                    w.ready = True
+                    w.ready, w.cpus = True, msg.get("cpus")
                 elif w.cell is not None and msg.get("cell_id") == w.cell.cell_id:
                     on_outcome(self._outcome(w, self._received(w.cell, msg.get("record"))))
                     w.cell = None
@@ -240,4 +250,4 @@ class WorkerPool:
         if w.cell is not None:
             on_outcome(self._outcome(w, self.make_record(w.cell, verdict, reason)))
         w.kill()
-        self.workers[self.workers.index(w)] = Worker(self.config)
+        self.workers[self.workers.index(w)] = Worker(self.config, w.cpu)

@@ -34,6 +34,7 @@ def _parse(argv: Optional[List[str]]) -> argparse.Namespace:
     parser.add_argument("--cases-dir", action="append", default=[])
     parser.add_argument("--options", default="{}", help="harness.worker.options.Options as JSON")
     parser.add_argument("--memory-limit-mb", type=int, default=None)
+    parser.add_argument("--cpu", type=int, default=None, help="the core this worker is pinned to")
     return parser.parse_args(argv)
 
 
@@ -48,17 +49,22 @@ def serve(argv: Optional[List[str]] = None) -> int:
         executor = CellExecutor(env_name=args.env, cases_dirs=args.cases_dir, options=Options.from_json(args.options))
         return lambda job: executor.answer(CellSpec.from_dict(job)).to_json()
 
-    return serve_jobs(make, args.memory_limit_mb)
+    return serve_jobs(make, args.memory_limit_mb, args.cpu)
 
 
-def serve_jobs(make: Callable[[], Callable[[Dict[str, Any]], Dict[str, Any]]], memory_limit_mb: Optional[int]) -> int:
+def serve_jobs(
+    make: Callable[[], Callable[[Dict[str, Any]], Dict[str, Any]]], memory_limit_mb: Optional[int], cpu: Optional[int]
+) -> int:
     """The protocol of every worker process: "ready" once `make()` has built the answerer (torch imported, or the
     runtime), then one answer line per job line, until stdin closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when the run stops
     proto = _protocol_stream()
     _limit_memory(memory_limit_mb)
+    if cpu is not None:  # before any library starts its threads: they inherit the affinity
+        os.sched_setaffinity(0, {cpu})
     answer = make()
-    proto.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    proto.write(json.dumps({"ready": True, "pid": os.getpid(), "cpus": cpus}) + "\n")
     for line in sys.stdin:
         if not line.strip():
             continue
