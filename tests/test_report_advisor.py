@@ -158,18 +158,20 @@ def test_when_nothing_passes_there_is_no_pick() -> None:
     assert advice.why == "nothing passes here"
 
 
-def test_groups_are_per_environment_runtime_opset_device_and_family() -> None:
+def test_groups_are_per_environment_runtime_opset_device_family_and_precision() -> None:
     records = [rec("native", COMBOS[0], ort=0.001, env=e, opset=o) for e in ("torch1.8", "torch2") for o in (11, 16)]
     replay = dict(records[0], runtime={"name": "openvino", "version": "2026.4.1", "env": "openvino2026"})
-    advice = advise(frame_of(records + [replay]))
+    int8 = dict(replay, precision="int8-dynamic", converter="onnxruntime 1.32.0 quantization")
+    advice = advise(frame_of(records + [replay, int8]))
     assert [a.key for a in advice] == [
-        ("torch1.8", "OpenVINO 2026.4.1", 11, "cpu", "grid_sample"),
-        ("torch1.8", "onnxruntime 1.10.0", 11, "cpu", "grid_sample"),
-        ("torch1.8", "onnxruntime 1.10.0", 16, "cpu", "grid_sample"),
-        ("torch2", "onnxruntime 1.10.0", 11, "cpu", "grid_sample"),
-        ("torch2", "onnxruntime 1.10.0", 16, "cpu", "grid_sample"),
+        ("torch1.8", "OpenVINO 2026.4.1", 11, "cpu", "grid_sample", "fp32"),
+        ("torch1.8", "OpenVINO 2026.4.1", 11, "cpu", "grid_sample", "int8-dynamic"),
+        ("torch1.8", "onnxruntime 1.10.0", 11, "cpu", "grid_sample", "fp32"),
+        ("torch1.8", "onnxruntime 1.10.0", 16, "cpu", "grid_sample", "fp32"),
+        ("torch2", "onnxruntime 1.10.0", 11, "cpu", "grid_sample", "fp32"),
+        ("torch2", "onnxruntime 1.10.0", 16, "cpu", "grid_sample", "fp32"),
     ]
-    assert [a.home for a in advice] == [False, True, True, True, True]
+    assert [a.home for a in advice] == [False, False, True, True, True, True]  # a converted graph: replays only
 
 
 def test_references_fall_back_from_native_ort_to_native_eager_to_the_cheapest() -> None:

@@ -24,6 +24,7 @@ def main(argv):
 
 RECORDS = Path(__file__).parent / "resources" / "records"
 REPLAYS = Path(__file__).parent / "resources" / "replays"
+PRECISIONS = Path(__file__).parent / "resources" / "precisions"
 OV = "OpenVINO 2026.4.1"
 CHROMIUM = os.environ.get("REPORT_CHROMIUM", "/usr/bin/chromium")
 ARGS = [
@@ -218,5 +219,48 @@ def test_runtimes_in_chromium(browser: Any, site: Path, records: List[Dict[str, 
     page.select_option("#upgrade-rt-new", OV)  # the top rung is offered too
     assert "pick in OpenVINO 2026.4.1" in body.inner_text()
     save_screenshot(page, tmp_path, "report-runtimes-full.png")
+    assert dialogs == [] and problems == []
+    page.close()
+
+
+def test_precisions_in_chromium(browser: Any, tmp_path: Path) -> None:
+    out = tmp_path / "site" / "index.html"
+    assert main(["--results", str(REPLAYS), str(PRECISIONS), "--out", str(out)]) == 0
+    records = json.loads((out.parent / "results.json").read_text(encoding="utf-8"))
+    problems: List[str] = []
+    dialogs: List[str] = []
+    page = open_page(browser, out.parent, problems, dialogs)
+    chips = page.locator("#matrix-table button.chip")
+
+    # The advisor at a precision: converted graphs are judged in replays only, so a deployment runtime is needed.
+    page.select_option('select[data-adv="env"]', "torch1.12")
+    page.select_option('select[data-adv="opset"]', "16")
+    page.select_option('select[data-adv="precision"]', "fp16")
+    assert page.locator("article.advice-card:visible").count() == 0
+    assert "pick one under" in page.locator("#advisor-none").inner_text()
+    page.select_option('select[data-adv="runtime"]', "onnxruntime 1.32.0")
+    card = page.locator("article.advice-card:visible")
+    assert card.get_attribute("id") == "advice-torch1.12-16-cpu-grid_sample-onnxruntime-1.32.0-fp16"
+    assert "converted to fp16" in card.inner_text()
+
+    # The matrix: a converted precision under each environment's own runtime shows nothing, and says why.
+    page.select_option('#filters select[data-dim="precision"]', "int8-static")
+    assert chips.count() == 0 and "set the runtime filter to all" in page.locator("#matrix-table").inner_text()
+    page.select_option('#filters select[data-dim="runtime"]', "")
+    assert chips.count() == sum(1 for r in records if r["precision"] == "int8-static")
+    page.select_option("#pivot", label="precision × runtime")
+    head = page.locator("#matrix-table thead").inner_text()
+    assert "int8-static" in head and "converter" in head  # the conversion that failed, in its own column
+    page.select_option('#filters select[data-dim="verdict"]', "mismatch")
+    chips.first.click()
+    text = page.locator("#details").inner_text()
+    assert "mean abs difference" in text and "converted from the graph exported by" in text
+    page.keyboard.press("Escape")
+
+    # The precision view: the tolerances, a row per strategy, and the chart.
+    section = page.locator("#precision")
+    assert "5% of the reference output's range" in section.inner_text()
+    assert section.locator("table.precision tbody tr").count() >= 4 and section.locator("svg").count() == 1
+    save_screenshot(page, tmp_path, "report-precision-full.png")
     assert dialogs == [] and problems == []
     page.close()

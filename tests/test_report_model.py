@@ -117,12 +117,17 @@ def test_details_carry_stages_parity_costs_and_the_fingerprint(data: Dict[str, A
     assert [s[0] for s in detail["st"]][:3] == ["build", "eager", "export"]
     failed = [s for s in detail["st"] if s[1] == "failed"]
     assert failed[0][0] == "parity" and "clamped corner" in data["strings"][failed[0][4]]
-    assert detail["p"]["min_passing_atol"] == pytest.approx(1.3799 * 0.998, rel=1e-3)
+    # parity as [max_abs, max_rel, atol, rtol, min_passing_atol, shapes_checked, mean_abs, psnr]
+    assert detail["p"][4] == pytest.approx(1.3799 * 0.998, rel=1e-3)
+    ok = next(s for s in detail["st"] if s[1] == "ok")
+    assert len(ok) == 3 and ok[2] == round(ok[2], 3)  # no trailing nulls; seconds to the millisecond shown
     assert data["fingerprints"][detail["f"]]["torch"] == loaded.records[index].fingerprint.torch
     assert list(data["fingerprints"][detail["f"]])[-2:] == ["cuda", "driver"]  # shown even when null
     passing = next(i for i, r in enumerate(loaded.records) if r.verdict == Verdict.PASS and r.device == "cuda")
     assert set(data["details"][passing]["l"]) == {"eager", "ort"}
-    assert data["details"][passing]["m"]["eager"][1] == "cuda-max-memory-allocated"
+    assert data["strings"][data["details"][passing]["m"]["eager"][1]] == "cuda-max-memory-allocated"
+    run_id, _, harness = data["details"][passing]["id"]  # shared by many cells: stored once
+    assert (data["strings"][run_id], data["strings"][harness]) == (loaded.records[passing].run_id, "0.1.0")
 
 
 def test_repeated_messages_and_fingerprints_are_stored_once(data: Dict[str, Any]) -> None:

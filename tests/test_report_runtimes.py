@@ -10,21 +10,23 @@ fixtures in tests/resources/records, whose graphs were never replayed.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict
 
 import pandas as pd
 import pytest
 
 from harness.report.advisor import advise
 from harness.report.cards import AdviceCard
+from harness.report.changes import Side, change_kind
 from harness.report.ladder import LadderRow, LadderStrategy
 from harness.report.load import Loaded, load
 from harness.report.model import Page, build_page
 from harness.report.runtimes import evidence, exporting, judged, ladder
 from harness.report.table import build_frame
-from harness.report.upgrade import classify, runtime_diff, runtime_pair_keys
+from harness.report.upgrade import runtime_diff, runtime_pair_keys
 
 RESOURCES = Path(__file__).parent / "resources"
 RECORDS, REPLAYS = RESOURCES / "records", RESOURCES / "replays"
@@ -223,29 +225,22 @@ def test_the_upgrade_groups_by_family_strategy_and_kind(data: Dict[str, Any]) ->
     assert [k[0] for k in data["changeKinds"]][:3] == ["became_applicable", "now_exports", "now_passes"]
 
 
-def _joined(rows: List[List[Any]]) -> pd.DataFrame:
-    columns = ["verdict_old", "verdict_new", "no_graph_old", "no_graph_new", "max_abs_old", "max_abs_new"]
-    return pd.DataFrame(rows, columns=columns)
-
-
 def test_each_kind_of_change() -> None:
-    joined = _joined(
-        [
-            ["not_applicable", "pass", True, False, None, 0.0],
-            ["export_failed", "mismatch", True, False, None, 0.5],
-            ["load_failed", "pass", False, False, None, 0.0],
-            ["pass", "run_failed", False, False, 0.0, None],
-            ["pass", "export_failed", False, True, 0.0, None],
-            ["pass", "not_applicable", False, True, 0.0, None],
-            ["load_failed", "run_failed", False, False, None, None],
-            ["mismatch", "mismatch", False, False, 0.5, 0.004],
-            ["pass", "pass", False, False, 1e-7, 3e-7],
-            ["pass", "pass", False, False, 1e-7, 1e-7],
-            ["pass", "pass", False, False, 1e-7, 1e-7],
-        ]
-    )
-    ratio = pd.Series([None] * 9 + [0.5, 1.5], dtype=float)
-    assert list(classify(joined, ratio)) == [
+    pairs = [  # (verdict, a graph, max_abs) before and after
+        [("not_applicable", False, None), ("pass", True, 0.0)],
+        [("export_failed", False, None), ("mismatch", True, 0.5)],
+        [("load_failed", True, None), ("pass", True, 0.0)],
+        [("pass", True, 0.0), ("run_failed", True, None)],
+        [("pass", True, 0.0), ("export_failed", False, None)],
+        [("pass", True, 0.0), ("not_applicable", False, None)],
+        [("load_failed", True, None), ("run_failed", True, None)],
+        [("mismatch", True, 0.5), ("mismatch", True, 0.004)],
+        [("pass", True, 1e-7), ("pass", True, 3e-7)],
+        [("pass", True, 1e-7), ("pass", True, 1e-7)],
+        [("pass", True, 1e-7), ("pass", True, 1e-7)],
+    ]
+    ratios = [math.nan] * 9 + [0.5, 1.5]
+    assert [change_kind(Side(*old), Side(*new), r) for (old, new), r in zip(pairs, ratios)] == [
         "became_applicable",
         "now_exports",
         "now_passes",

@@ -1,5 +1,5 @@
-"""Which strategy to use, for each environment, deployment runtime, opset, device and family: pure functions over
-the cell table (harness.report.runtimes.judged: every cell as each runtime judged it).
+"""Which strategy to use, for each environment, deployment runtime, opset, device, family and precision: pure
+functions over the cell table (harness.report.runtimes.judged: every cell as each runtime judged it).
 
 A candidate is a strategy with an exporter. The combinations a user may need are every (case, params,
 shape mode, dtype) seen in the group. Candidates rank, in order, by:
@@ -16,17 +16,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import pandas as pd
 
 from harness.record import Verdict, portability_rank, portability_short
 from harness.report.costs import best_reference_only, format_ratio, geomean, main_kind, with_ratios
+from harness.report.table import FP32
 from harness.report.vocab import NOT_THE_STRATEGYS_FAULT
 
-GROUP = ["env", "runtime", "opset", "device", "family"]
+GROUP = ["env", "runtime", "opset", "device", "family", "precision"]
 COMBO = ["case", "params", "shape_mode", "dtype"]
 CANDIDATE = ["strategy", "exporter"]
+PASS = Verdict.PASS.value
+SAYS_NOTHING = frozenset({Verdict.NOT_APPLICABLE.value, *NOT_THE_STRATEGYS_FAULT})  # of what a model needs
 
 
 @dataclass(frozen=True)
@@ -79,14 +82,15 @@ class Advice:
     needs: Tuple[str, ...] = ()  # what a candidate needs of a model's other operators, one sentence each
     runtime: str = ""  # the deployment runtime's label ("onnxruntime 1.14.1")
     home: bool = True  # whether that is the environment's own runtime (its exporting cells judged the graphs)
+    precision: str = FP32  # the graphs' precision: as exported, or converted (fp16, int8-dynamic, int8-static)
 
     @property
     def pick(self) -> Optional[Candidate]:
         return self.ranked[0] if self.ranked and self.ranked[0].passed else None
 
     @property
-    def key(self) -> Tuple[str, str, int, str, str]:
-        return (self.env, self.runtime, self.opset, self.device, self.family)
+    def key(self) -> Tuple[str, str, int, str, str, str]:
+        return (self.env, self.runtime, self.opset, self.device, self.family, self.precision)
 
 
 def _coarse(ratio: Optional[float]) -> float:
@@ -114,43 +118,56 @@ Ratios = Dict[Tuple[str, str], Optional[float]]  # (strategy, exporter) -> geome
 
 def group_costs(table: pd.DataFrame) -> Dict[Tuple[object, ...], Tuple[Ratios, str]]:
     """Per group: each candidate's geometric mean ratio, and the reference most of them were taken against."""
-    if table.empty:
-        return {}
-    found: Dict[Tuple[object, ...], Tuple[Ratios, str]] = {}
-    labels = table.groupby(GROUP, sort=False)["ref_label"].agg(main_kind)
-    for key, label in labels.items():
-        found[key] = ({}, str(label))
-    for key, ratio in table.groupby(GROUP + CANDIDATE, sort=False)["ratio"].agg(geomean).items():
-        found[key[: len(GROUP)]][0][key[len(GROUP) :]] = None if pd.isna(ratio) else float(ratio)
-    return found
+    labels: Dict[Tuple[object, ...], List[str]] = {}
+    ratios: Dict[Tuple[object, ...], Dict[Tuple[str, str], List[float]]] = {}
+    size = len(GROUP)
+    for row in zip(*(table[c].tolist() for c in GROUP + CANDIDATE + ["ref_label", "ratio"])):
+        key, candidate = row[:size], row[size : size + len(CANDIDATE)]
+        labels.setdefault(key, []).append(row[-2])
+        ratios.setdefault(key, {}).setdefault(candidate, []).append(row[-1])
+    return {key: ({c: geomean(values) for c, values in ratios[key].items()}, main_kind(labels[key])) for key in labels}
 
 
-def candidates(group: pd.DataFrame, lat_ratio: Ratios, mem_ratio: Ratios) -> List[Candidate]:
-    """Every candidate of one group, measured against every combination the group holds."""
-    needed = sorted(set(map(tuple, group[COMBO].astype(str).values.tolist())))
+# The columns the ranking reads, each group's rows as plain tuples: per-group pandas selections cost more than
+# the work itself over a table of every cell in every runtime.
+ROW_COLUMNS = GROUP + COMBO + CANDIDATE + ["portability", "verdict", "lat_rt", "mem_rt", "operators", "reason", "home"]
+
+
+def grouped_rows(frame: pd.DataFrame) -> Dict[Tuple[object, ...], List[Any]]:
+    """Each group's rows (named tuples of ROW_COLUMNS) in the table's order, the groups sorted by key."""
+    found: Dict[Tuple[object, ...], List[Any]] = {}
+    size = len(GROUP)
+    for row in frame[ROW_COLUMNS].itertuples(index=False, name="Cell"):
+        found.setdefault(tuple(row[:size]), []).append(row)
+    return {key: found[key] for key in sorted(found)}
+
+
+def candidates(rows: Sequence[Any], lat_ratio: Ratios, mem_ratio: Ratios) -> List[Candidate]:
+    """Every candidate of one group (`rows`: grouped_rows'), measured against every combination the group holds."""
+    needed = sorted({(str(r.case), str(r.params), str(r.shape_mode), str(r.dtype)) for r in rows})
+    by_candidate: Dict[Tuple[str, str], List[Any]] = {}
+    for row in rows:
+        by_candidate.setdefault((row.strategy, row.exporter), []).append(row)
     found = []
-    for (strategy, exporter), cells in group.groupby(CANDIDATE):
-        verdicts = {tuple(map(str, k)): v for k, v in zip(cells[COMBO].values.tolist(), cells["verdict"])}
-        failures = []
-        for combo in needed:
-            verdict = verdicts.get(combo, "missing")
-            if verdict != Verdict.PASS.value:
-                failures.append(Failure(*combo, verdict=verdict))
-        key = (strategy, exporter)
-        passing = cells[cells["verdict"] == Verdict.PASS.value]
+    for key in sorted(by_candidate):
+        cells = by_candidate[key]
+        verdicts = {(str(r.case), str(r.params), str(r.shape_mode), str(r.dtype)): r.verdict for r in cells}
+        failures = [Failure(*combo, verdict=verdicts.get(combo, "missing")) for combo in needed]
+        failures = [f for f in failures if f.verdict != PASS]
+        passing = [r for r in cells if r.verdict == PASS]
         found.append(
             Candidate(
-                strategy=strategy,
-                exporter=exporter,
-                portability=str(cells["portability"].iloc[0]),
-                passed=sum(1 for v in verdicts.values() if v == Verdict.PASS.value),
+                strategy=key[0],
+                exporter=key[1],
+                portability=str(cells[0].portability),
+                passed=sum(1 for v in verdicts.values() if v == PASS),
                 needed=len(needed),
                 harness_errors=sum(1 for f in failures if f.verdict in NOT_THE_STRATEGYS_FAULT),
                 failures=tuple(failures),
                 latency=lat_ratio.get(key),
                 memory=mem_ratio.get(key),
-                latency_s=geomean(passing["lat_rt"].dropna()),
-                memory_bytes=geomean(passing["mem_rt"].dropna()),
+                latency_s=geomean(r.lat_rt for r in passing),
+                memory_bytes=geomean(r.mem_rt for r in passing),
             )
         )
     return found
@@ -199,17 +216,18 @@ def explain(ranked: Sequence[Candidate], latency_ref: str = "", memory_ref: str 
     return f"{head}; level with {other.name} on every criterion (ordered by name)"
 
 
-def advise(frame: pd.DataFrame) -> List[Advice]:
-    """The ranked candidates of every (environment, runtime, opset, device, family) in the table."""
+def advise(frame: pd.DataFrame, groups: Optional[Mapping[Tuple[object, ...], List[Any]]] = None) -> List[Advice]:
+    """The ranked candidates of every (environment, runtime, opset, device, family, precision) in the table
+    (`groups`: grouped_rows(frame), when the caller has it already)."""
     lat = group_costs(best_reference_only(with_ratios(frame, "latency"), GROUP))
     mem = group_costs(best_reference_only(with_ratios(frame, "memory"), GROUP))
     advice = []
-    for key, group in frame.groupby(GROUP, sort=True):
+    for key, rows in (grouped_rows(frame) if groups is None else groups).items():
         (lat_ratio, lat_ref), (mem_ratio, mem_ref) = lat.get(key, ({}, "")), mem.get(key, ({}, ""))
-        found = candidates(group, lat_ratio, mem_ratio)
+        found = candidates(rows, lat_ratio, mem_ratio)
         ranked = rank([c for c in found if not never_applies(c)])
         inapplicable = tuple(rank([c for c in found if never_applies(c)]))
-        env, runtime, opset, device, family = key
+        env, runtime, opset, device, family, precision = key
         advice.append(
             Advice(
                 str(env),
@@ -221,29 +239,33 @@ def advise(frame: pd.DataFrame) -> List[Advice]:
                 mem_ref,
                 explain(ranked, lat_ref, mem_ref),
                 inapplicable,
-                operator_needs(group),
+                operator_needs(rows),
                 str(runtime),
-                bool((group["home"] == runtime).any()),
+                precision == FP32 and any(r.home == runtime for r in rows),  # converted graphs: replays only
+                str(precision),
             )
         )
     return advice
 
 
-def operator_needs(group: pd.DataFrame) -> Tuple[str, ...]:
+def operator_needs(rows: Sequence[Any]) -> Tuple[str, ...]:
     """For models that call more than one routed operator (a spatial transformer's affine_grid before its
     grid_sample), each candidate's cells chose the other operators' strategies: say which choices it needs."""
-    models = group[group["operators"].fillna("") != ""]
+    models: Dict[Tuple[str, str, str], List[Any]] = {}
+    for row in rows:
+        if isinstance(row.operators, str) and row.operators:
+            models.setdefault((row.case, row.strategy, row.exporter), []).append(row)
     needs = []
-    for (case, strategy, exporter), part in models.groupby(["case", "strategy", "exporter"], sort=True):
-        tried = part[~part["verdict"].isin([Verdict.NOT_APPLICABLE.value, *NOT_THE_STRATEGYS_FAULT])]
-        passing = set(tried.loc[tried["verdict"] == Verdict.PASS.value, "operators"])
-        failing = tried[~tried["operators"].isin(passing)]
-        if failing.empty:
+    for (case, strategy, exporter), part in sorted(models.items()):
+        tried = [r for r in part if r.verdict not in SAYS_NOTHING]
+        passing = {r.operators for r in tried if r.verdict == PASS}
+        failing = [r for r in tried if r.operators not in passing]
+        if not failing:
             continue
-        family, opset = str(part["family"].iloc[0]), int(part["opset"].iloc[0])
-        first = failing.iloc[0]
-        said = str(first["reason"] or "").split(". ")[0][:240]
-        why = f"{_choice(first['operators'])}: {first['verdict']}, {said}"
+        family, opset = str(part[0].family), int(part[0].opset)
+        first = failing[0]
+        said = str(first.reason or "").split(". ")[0][:240]
+        why = f"{_choice(first.operators)}: {first.verdict}, {said}"
         if passing:
             chosen = " or ".join(sorted(_choice(p) for p in passing))
             needs.append(f"{case}: {strategy} {family} ({exporter}) needs {chosen} at opset {opset} ({why})")

@@ -1,26 +1,27 @@
-"""The advisor's view-models: one card per (environment, deployment runtime, opset, device, family), its ranked
-candidates with what fails and where their graphs were seen to run, and the overview of every pick."""
+"""The advisor's view-models: one card per (environment, deployment runtime, opset, device, family, precision),
+its ranked candidates with what fails and where their graphs were seen to run, and the overview of every pick."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import pandas as pd
 
 from harness.record import Verdict, portability_label
-from harness.report.advisor import GROUP, Advice, Candidate, Failure
+from harness.report.advisor import Advice, Candidate, Failure, grouped_rows
 from harness.report.costs import format_bytes, format_ratio, format_seconds
-from harness.report.runtimes import Evidence, evidence, ladder
+from harness.report.runtimes import Evidence, evidence_of, ladder, made_no_graph
+from harness.report.table import FP32
 from harness.report.upgrade import side
-from harness.report.vocab import VERDICT_STYLE, family_sort_key
+from harness.report.vocab import VERDICT_STYLE, family_sort_key, precision_sort_key
 
 MAX_FAILURES_SHOWN = 4
 REPLAY_TIMING = (
     "timed in a replay, with a smaller latency budget (fewer samples) than the exporting cells: "
     "compare these timings with each other rather than with the exporting environment's"
 )
-EVIDENCE_SCOPE = ["env", "opset", "device", "family", "strategy", "exporter"]
+EVIDENCE_SCOPE = ["env", "opset", "device", "family", "strategy", "exporter", "precision"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ class AdviceCard:
     runtime: str = ""  # the deployment runtime's label
     home: bool = True  # the environment's own runtime: its exporting cells judged the graphs
     timing_note: str = ""  # how the timings were taken, when they come from replays
+    precision: str = FP32  # the graphs' precision: as exported, or converted
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,7 @@ class AdvisorView:
     default: Optional[AdviceCard]
     runtimes: Tuple[str, ...] = ()  # the deployment runtimes other than each environment's own, on the ladder
     homes: Tuple[Tuple[str, str], ...] = ()  # (environment, its own runtime: several joined with " or ")
+    precisions: Tuple[str, ...] = (FP32,)  # the precisions advised on: fp32 first, then the converted ones
 
 
 def _combo_text(failure: Failure, labels: Mapping[Tuple[str, str], str], several: Mapping[str, bool]) -> str:
@@ -139,12 +142,20 @@ def candidate_row(
 
 def card_id(advice: Advice) -> str:
     base = f"advice-{advice.env}-{advice.opset}-{advice.device}-{advice.family}"
-    return base if advice.home else base + "-" + advice.runtime.replace(" ", "-")
+    base = base if advice.home else base + "-" + advice.runtime.replace(" ", "-")
+    return base if advice.precision == FP32 else base + "-" + advice.precision
 
 
 def evidence_by_candidate(judged: pd.DataFrame) -> Dict[Tuple[object, ...], Evidence]:
-    """Where each candidate's graphs ran, for every environment, opset, device and family."""
-    return {key: evidence(part) for key, part in judged.groupby(EVIDENCE_SCOPE, sort=False)}
+    """Where each candidate's graphs ran, for every environment, opset, device, family and precision."""
+    graphs = ~made_no_graph(judged)
+    columns = [judged[c].tolist() for c in EVIDENCE_SCOPE + ["runtime", "verdict"]]
+    found: Dict[Tuple[object, ...], List[Tuple[str, str]]] = {}
+    for *key, runtime, verdict, graph in zip(*columns, graphs.tolist()):
+        tried = found.setdefault(tuple(key), [])
+        if graph:
+            tried.append((runtime, verdict))
+    return {key: evidence_of(tried) for key, tried in found.items()}
 
 
 def _seen(found: Optional[Evidence], home: Sequence[str]) -> str:
@@ -156,23 +167,30 @@ def _seen(found: Optional[Evidence], home: Sequence[str]) -> str:
 
 def advice_card(
     advice: Advice,
-    group: pd.DataFrame,
+    group: Sequence[Any],
     labels: Mapping[Tuple[str, str], str],
     seen: Mapping[Tuple[object, ...], Evidence],
     home: Sequence[str],
 ) -> AdviceCard:
-    """The card of one piece of advice (`group`: the cells it was given, advisor.GROUP's rows)."""
-    several = {k: group[k].nunique() > 1 for k in ("case", "shape_mode", "dtype")}
+    """The card of one piece of advice (`group`: the cells it was given, as advisor.grouped_rows gives them)."""
+    several = {k: len({getattr(r, k) for r in group}) > 1 for k in ("case", "shape_mode", "dtype")}
     scope = (advice.env, advice.opset, advice.device, advice.family)
     rows = tuple(
-        candidate_row(i + 1, c, labels, several, _seen(seen.get(scope + (c.strategy, c.exporter)), home), advice.home)
+        candidate_row(
+            i + 1,
+            c,
+            labels,
+            several,
+            _seen(seen.get(scope + (c.strategy, c.exporter, advice.precision)), home),
+            advice.home,
+        )
         for i, c in enumerate(advice.ranked)
     )
     pick = advice.pick
     state = side(advice).state
     status = state if pick is None else "all" if pick.pass_rate == 1.0 else "partial"
-    not_applicable = group["verdict"] == Verdict.NOT_APPLICABLE.value
-    reasons = tuple(dict.fromkeys(group.loc[not_applicable, "reason"].dropna().astype(str)))
+    na = Verdict.NOT_APPLICABLE.value
+    reasons = tuple(dict.fromkeys(str(r.reason) for r in group if r.verdict == na and isinstance(r.reason, str)))
     return AdviceCard(
         card_id(advice),
         advice.env,
@@ -190,6 +208,7 @@ def advice_card(
         advice.runtime,
         advice.home,
         "" if advice.home else REPLAY_TIMING,
+        advice.precision,
     )
 
 
@@ -208,11 +227,13 @@ def advisor_view(
     envs: Sequence[str],
     labels: Mapping[Tuple[str, str], str],
     homes: Mapping[str, Tuple[str, ...]],
+    groups: Optional[Mapping[Tuple[object, ...], List[Any]]] = None,
 ) -> AdvisorView:
-    """`frame`: every cell as each runtime judged it (harness.report.runtimes.judged)."""
+    """`frame`: every cell as each runtime judged it (harness.report.runtimes.judged); `groups`: its
+    advisor.grouped_rows, when the caller has them already."""
     order = {e: i for i, e in enumerate(envs)}
     seen = evidence_by_candidate(frame)
-    groups = {key: part for key, part in frame.groupby(GROUP, sort=False)}
+    groups = grouped_rows(frame) if groups is None else groups
     rungs = {label: i for i, label in enumerate(ladder(a.runtime for a in advice))}
     cards = sorted(
         (advice_card(a, groups[a.key], labels, seen, homes.get(a.env, ())) for a in advice),
@@ -223,6 +244,7 @@ def advisor_view(
             c.opset,
             c.device,
             family_sort_key(c.family),
+            precision_sort_key(c.precision),
         ),
     )
     home_cards = [c for c in cards if c.home]
@@ -240,4 +262,5 @@ def advisor_view(
         _default(cards, envs),
         tuple(ladder(c.runtime for c in cards if not c.home)),
         tuple((e, " or ".join(homes[e])) for e in envs if e in homes),
+        tuple(sorted({c.precision for c in cards} | {FP32}, key=precision_sort_key)),
     )

@@ -51,7 +51,7 @@ class Chart:
     note: str = ""
 
 
-def _text(label: object) -> str:
+def plain_text(label: object) -> str:
     # A '$' would switch matplotlib into mathtext.
     return str(label).replace("$", r"\$")
 
@@ -129,9 +129,9 @@ def cost_chart(frame: pd.DataFrame, metric: str, envs: Sequence[str], colours: D
     for position, device in enumerate(devices):
         axes = figure.add_subplot(grid[0, position])
         _bars(axes, table[table["device"] == device], envs, strategies, colours)
-        axes.set_title(_text("on " + device))
-        axes.set_ylabel(_text(f"× {reference or 'reference'}") if position == 0 else "")
-    handles = [Patch(color=colours[s], label=_text(s)) for s in strategies]
+        axes.set_title(plain_text("on " + device))
+        axes.set_ylabel(plain_text(f"× {reference or 'reference'}") if position == 0 else "")
+    handles = [Patch(color=colours[s], label=plain_text(s)) for s in strategies]
     figure.legend(handles=handles, loc="center right", frameon=False, title="strategy")
     figure.subplots_adjust(right=1 - 1.3 / figure.get_figwidth())
     return Chart(chart_id, title, caption, svg_text(figure, chart_id, title))
@@ -167,7 +167,7 @@ def _bars(
     labels = []
     for env in present:
         kind = main_kind(table.loc[table["env"] == env, "ref_kind"])
-        labels.append(_text(env if kind not in SHORT_KIND else f"{env}\n({SHORT_KIND[kind]})"))
+        labels.append(plain_text(env if kind not in SHORT_KIND else f"{env}\n({SHORT_KIND[kind]})"))
     axes.set_xticks(range(len(present)))
     axes.set_xticklabels(labels)
     axes.set_xlim(-0.6, max(len(present), 2) - 0.4)
@@ -253,10 +253,10 @@ def accuracy_chart(frame: pd.DataFrame, envs: Sequence[str], colours: Dict[str, 
         )
     axes.set_yscale("log")
     axes.set_xticks(range(len(strategies)))
-    axes.set_xticklabels([_text(s) for s in strategies])
+    axes.set_xticklabels([plain_text(s) for s in strategies])
     axes.set_ylabel("max |onnx − eager|")
     axes.grid(axis="y", color="#ddd", linewidth=0.5)
-    handles = [Line2D([], [], linestyle="none", marker=marks[e], color="#555", label=_text(e)) for e in present]
+    handles = [Line2D([], [], linestyle="none", marker=marks[e], color="#555", label=plain_text(e)) for e in present]
     handles.append(
         Line2D([], [], linestyle="none", marker="o", markerfacecolor="none", markeredgecolor="#555", label="mismatch")
     )

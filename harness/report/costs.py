@@ -1,9 +1,9 @@
 """Latency and memory relative to a reference: the numbers behind the charts, the advisor and the upgrade view.
 
 A cell's cost is its measurement in the runtime that judged it (onnxruntime, or OpenVINO for its replays). Its
-reference, for the same environment, runtime, case, parameters, opset, shape mode, device and dtype, is the
-first that exists of:
-  1. the family's reference strategy (each record names it) passing in that runtime;
+reference, for the same environment, runtime, case, parameters, opset, shape mode, device, dtype and precision, is
+the first that exists of:
+  1. the family's reference strategy (each record names it) passing in that runtime, at that precision;
   2. the reference run eagerly in PyTorch: its own cells' eager timing, else the "reference" target the other
      strategies' cells measured beside their own (the median of them);
   3. the cheapest passing strategy there.
@@ -13,13 +13,14 @@ Ratios are averaged geometrically, so that a 2x and a 0.5x cancel out.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Iterable, Optional, Sequence
 
 import pandas as pd
 
 from harness.record import Verdict
 
-REFERENCE_KEY = ["env", "runtime", "case", "params", "opset", "shape_mode", "device", "dtype"]
+REFERENCE_KEY = ["env", "runtime", "case", "params", "opset", "shape_mode", "device", "dtype", "precision"]
 # The kinds of reference, best first.
 REFERENCE_ORT, REFERENCE_EAGER, CHEAPEST = "reference ORT", "reference eager", "cheapest strategy"
 REFERENCE_KINDS = (REFERENCE_ORT, REFERENCE_EAGER, CHEAPEST)
@@ -99,9 +100,10 @@ def best_reference_only(ratios: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame
 
 
 def main_kind(kinds: Iterable[str]) -> str:
-    """The reference most ratios in a group were taken against, to label the group's numbers."""
-    counts = pd.Series(list(kinds)).value_counts()
-    return str(counts.index[0]) if len(counts) else ""
+    """The reference most ratios in a group were taken against, to label the group's numbers (the first seen of
+    those as common)."""
+    counts = Counter(k for k in kinds if isinstance(k, str))
+    return counts.most_common(1)[0][0] if counts else ""
 
 
 def format_ratio(value: Optional[float]) -> str:

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Tuple
 
-from harness.record import CellRecord, Fingerprint, Stage
+from harness.record import CellRecord, Fingerprint, Runtime, Stage
 from harness.report.vocab import FINGERPRINT_COLUMNS, runtime_label
 
-PARITY_KEYS = ("max_abs", "max_rel", "atol", "rtol", "min_passing_atol", "shapes_checked")
+# The parity the details panel shows, in the order of its array ("p").
+PARITY_KEYS = ("max_abs", "max_rel", "atol", "rtol", "min_passing_atol", "shapes_checked", "mean_abs", "psnr")
 MAX_MESSAGE = 8000  # characters of one error message kept on the page; results.json keeps them whole
 
 
@@ -20,6 +21,7 @@ class Interned:
     def __init__(self) -> None:
         self.values: List[Any] = []
         self._index: Dict[str, int] = {}
+        self._made: Dict[Hashable, int] = {}
 
     def add(self, value: Any) -> int:
         key = json.dumps(value, sort_keys=True, default=str)
@@ -27,6 +29,12 @@ class Interned:
             self._index[key] = len(self.values)
             self.values.append(value)
         return self._index[key]
+
+    def add_made(self, source: Hashable, make: Callable[[Any], Any]) -> int:
+        """add(make(source)), making it once per distinct source: thousands of cells share a few fingerprints."""
+        if source not in self._made:
+            self._made[source] = self.add(make(source))
+        return self._made[source]
 
 
 def message(text: Any) -> Optional[str]:
@@ -57,17 +65,17 @@ def fingerprint_shown(fingerprint: Fingerprint) -> Dict[str, Any]:
     return shown
 
 
-def runtime_shown(record: CellRecord) -> Dict[str, Any]:
-    """The runtime that judged the graph, as the details panel lists it."""
-    runtime = record.runtime
+def runtime_shown(judged_by: Tuple[Runtime, str, str]) -> Dict[str, Any]:
+    """The runtime that judged the graph, and the precision it judged, as the details panel lists them."""
+    runtime, precision, converter = judged_by
     return {
         "runtime": runtime_label(runtime.name, runtime.version),
         "runtime environment": runtime.env,
         "python": runtime.python,
         "platform": runtime.platform,
         "providers": ", ".join(runtime.providers) or None,
-        "precision": record.precision,
-        "converter": record.converter or None,
+        "precision": precision,
+        "converter": converter or None,
     }
 
 
@@ -84,15 +92,27 @@ def _export(record: CellRecord) -> Optional[Dict[str, Any]]:
 
 
 def _stage(stage: Stage, strings: Interned) -> List[Any]:
-    """[name, outcome, seconds, error type, message]; a stage skipped without a word is only [name, "skipped"]."""
+    """[name, outcome, seconds, error type, message], without the trailing nulls; a stage skipped without a word is
+    only [name, "skipped"]. Seconds to the millisecond, as the panel shows them."""
     if stage.outcome == "skipped" and stage.message is None and stage.error_type is None:
         return [stage.name, stage.outcome]
-    said = None if stage.message is None else strings.add(message(stage.message))
-    return [stage.name, stage.outcome, number(stage.seconds), stage.error_type, said]
+    said = None if stage.message is None else strings.add_made(stage.message, message)
+    seconds = number(stage.seconds)
+    shown = [stage.name, stage.outcome, None if seconds is None else round(seconds, 3), stage.error_type, said]
+    while shown[-1] is None:
+        shown.pop()
+    return shown
 
 
-def detail(record: CellRecord, strings: Interned, fingerprints: Interned, runtimes: Interned) -> Dict[str, Any]:
-    """Everything the details panel shows for one cell."""
+def _said(strings: Interned, text: Any) -> Optional[int]:
+    """Where a short text many cells share sits in `strings`; None for none."""
+    return None if text is None else strings.add_made(str(text), str)
+
+
+def detail(
+    record: CellRecord, strings: Interned, fingerprints: Interned, runtimes: Interned, export: bool = True
+) -> Dict[str, Any]:
+    """Everything the details panel shows for one cell (`export`: False for a replay whose exporting cell shows it)."""
     stages = [_stage(s, strings) for s in record.stages]
     latency = {
         t: [number(m.median_s), number(m.iqr_s), number(m.samples), number(m.threads), bool(m.noisy)]
@@ -102,16 +122,17 @@ def detail(record: CellRecord, strings: Interned, fingerprints: Interned, runtim
     return {
         "st": stages,
         "ao": number(record.actual_opset),
-        "r": None if record.reason is None else strings.add(message(record.reason)),
-        "p": {k: number(getattr(parity, k)) for k in PARITY_KEYS} if parity else None,
+        "r": None if record.reason is None else strings.add_made(record.reason, message),
+        "p": [number(getattr(parity, k)) for k in PARITY_KEYS] if parity else None,
         "l": latency,
-        "m": {t: [number(m.peak_bytes), m.method] for t, m in record.memory.items()},
-        "x": _export(record),
-        "f": fingerprints.add(fingerprint_shown(record.fingerprint)),
-        "rt": runtimes.add(runtime_shown(record)),
+        "m": {t: [number(m.peak_bytes), _said(strings, m.method)] for t, m in record.memory.items()},
+        "x": _export(record) if export else None,
+        "f": fingerprints.add_made(record.fingerprint, fingerprint_shown),
+        "rt": runtimes.add_made((record.runtime, record.precision, record.converter), runtime_shown),
         "a": record.artifact or None,
         "t": [record.started_at, record.finished_at, number(record.wall_s)],
-        "id": [record.run_id, record.cell_id, record.harness_version],
+        # the run and the harness version are shared by many cells: stored once, like messages
+        "id": [_said(strings, record.run_id), record.cell_id, _said(strings, record.harness_version)],
         "tags": list(record.tags),
     }
 

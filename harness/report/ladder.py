@@ -6,12 +6,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 import pandas as pd
 
 from harness.record import Verdict, portability_label
-from harness.report.runtimes import evidence, exported_graphs, exporting, ladder, made_no_graph
+from harness.report.runtimes import evidence_of, exported_graphs, exporting, ladder, made_no_graph
 from harness.report.vocab import VERDICT_STYLE, family_sort_key, strategy_sort_key
 
 ROW = ["env", "opset", "exporter", "device"]
@@ -69,23 +69,28 @@ def _verdicts_text(counts: Counter) -> str:
 FOLDERS = re.compile(r"(?<![\w.])/(?:[^\s/\"']+/)+")
 
 
-def _messages(part: pd.DataFrame) -> Tuple[Tuple[str, int, str], ...]:
+# What the view reads of each record.
+COLUMNS = ["family", "strategy"] + ROW + ["runtime", "home", "verdict", "message", "reason", "no_graph"]
+
+
+def _messages(part: Sequence[Any]) -> Tuple[Tuple[str, int, str], ...]:
     counts: Counter = Counter()
-    for verdict, message, reason in zip(part["verdict"], part["message"], part["reason"]):
-        if verdict != PASS:
+    for cell in part:
+        if cell.verdict != PASS:
+            message, reason = cell.message, cell.reason
             text = message if isinstance(message, str) else reason if isinstance(reason, str) else ""
-            counts[(verdict, FOLDERS.sub(".../", text)[:MAX_MESSAGE])] += 1
+            counts[(cell.verdict, FOLDERS.sub(".../", text)[:MAX_MESSAGE])] += 1
     top = sorted(counts.items(), key=lambda kv: -kv[1])[:MAX_MESSAGES]
     return tuple((VERDICT_STYLE[Verdict(v)].label, n, text) for (v, text), n in top if text)
 
 
-def ladder_cell(part: pd.DataFrame, graphs: int, runtime: str, home: bool) -> LadderCell:
-    """What one runtime made of a row's graphs (`part`: its records there)."""
+def ladder_cell(part: Sequence[Any], graphs: int, runtime: str, home: bool) -> LadderCell:
+    """What one runtime made of a row's graphs (`part`: its records there, as rows of COLUMNS)."""
     if not graphs:
         return LadderCell("", "nograph", "no graph to judge: none was exported", home)
-    if part.empty:
+    if not part:
         return LadderCell("—", "missing", f"not replayed in {runtime}", home)
-    counts = Counter(part["verdict"])
+    counts = Counter(cell.verdict for cell in part)
     passed = counts.get(PASS, 0)
     tone = "all" if passed == len(part) else "some" if passed else "none"
     title = _verdicts_text(counts)
@@ -103,30 +108,38 @@ def _row_label(key: Tuple[object, ...], several: Dict[str, bool]) -> str:
     return " · ".join(parts)
 
 
-def _exported(cells: pd.DataFrame, graphs: pd.DataFrame) -> Tuple[str, str]:
-    failed = Counter(cells.loc[~cells.index.isin(graphs.index), "verdict"])
+def _exported(cells: Sequence[Any], graphs: Sequence[Any]) -> Tuple[str, str]:
+    failed = Counter(cell.verdict for cell in cells if cell.no_graph)
     title = f"{len(graphs)} graphs exported of {len(cells)} cells that apply"
     return f"{len(graphs)}/{len(cells)}", title + (f"; {_verdicts_text(failed)}" if failed else "")
 
 
 def strategy_rows(
-    own: pd.DataFrame, replays: Dict[Tuple[object, ...], pd.DataFrame], runtimes: Sequence[str]
+    own: Sequence[Any], replays: Mapping[Tuple[object, ...], Sequence[Any]], runtimes: Sequence[str]
 ) -> List[LadderRow]:
-    """One row per environment, opset, exporter and device where the strategy applied (`own`: its exporting cells)."""
-    applies = own[own["verdict"] != Verdict.NOT_APPLICABLE.value]
-    several = {dim: applies[dim].nunique() > 1 for dim in ("exporter", "device")}
+    """One row per environment, opset, exporter and device where the strategy applied (`own`: its exporting cells,
+    `replays`: its replays by ROW and runtime; both rows of COLUMNS)."""
+    groups: Dict[Tuple[object, ...], List[Any]] = {}
+    for cell in own:
+        if cell.verdict != Verdict.NOT_APPLICABLE.value:
+            groups.setdefault((cell.env, cell.opset, cell.exporter, cell.device), []).append(cell)
+    several = {dim: len({key[i] for key in groups}) > 1 for i, dim in ((2, "exporter"), (3, "device"))}
+    order = {e: i for i, e in enumerate(dict.fromkeys(cell.env for cell in own))}
     rows = []
-    order = {e: i for i, e in enumerate(dict.fromkeys(own["env"]))}
-    groups = sorted(applies.groupby(ROW, sort=False), key=lambda kv: (order[kv[0][0]], kv[0][1:]))
-    for key, cells in groups:
-        graphs = cells[~made_no_graph(cells)]
-        home = str(cells["home"].iloc[0])
+    for key in sorted(groups, key=lambda k: (order[k[0]], k[1:])):
+        cells = groups[key]
+        graphs = [cell for cell in cells if not cell.no_graph]
+        home = str(cells[0].home)
         found = []
         for runtime in runtimes:
-            part = graphs if runtime == home else replays.get(key + (runtime,), graphs.iloc[0:0])
+            part = graphs if runtime == home else replays.get(key + (runtime,), ())
             found.append(ladder_cell(part, len(graphs), runtime, runtime == home))
         rows.append(LadderRow(_row_label(key, several), *_exported(cells, graphs), tuple(found)))
     return rows
+
+
+def _rows(frame: pd.DataFrame) -> List[Any]:
+    return list(frame.assign(no_graph=made_no_graph(frame))[COLUMNS].itertuples(index=False, name="LadderRecord"))
 
 
 def ladder_view(frame: pd.DataFrame, envs: Sequence[str]) -> LadderView:
@@ -135,7 +148,12 @@ def ladder_view(frame: pd.DataFrame, envs: Sequence[str]) -> LadderView:
     own = exporting(frame).sort_values(by="env", key=lambda col: col.map(order), kind="stable")
     replayed = exported_graphs(frame[~frame["own"].astype(bool)])
     runtimes = ladder(exported_graphs(frame)["runtime"])
-    by_strategy = {k: part for k, part in replayed.groupby(["family", "strategy"], sort=False)}
+    by_row: Dict[Tuple[object, ...], Dict[Tuple[object, ...], List[Any]]] = {}
+    for cell in _rows(replayed):
+        by_row.setdefault(cell[:2], {}).setdefault(cell[2:7], []).append(cell)
+    own_rows: Dict[Tuple[object, ...], List[Any]] = {}
+    for cell in _rows(own):
+        own_rows.setdefault(cell[:2], []).append(cell)
     references = set(zip(own["family"], own["reference"]))
     families = []
     for family in sorted(set(own["family"]), key=family_sort_key):
@@ -144,12 +162,11 @@ def ladder_view(frame: pd.DataFrame, envs: Sequence[str]) -> LadderView:
         strategies = sorted(portability, key=lambda s: strategy_sort_key(s, portability[s], (family, s) in references))
         found = []
         for strategy in strategies:
-            cells = mine[mine["strategy"] == strategy]
-            theirs = by_strategy.get((family, strategy), replayed.iloc[0:0])
-            replays = {k: part for k, part in theirs.groupby(ROW + ["runtime"], sort=False)}
+            cells, replays = own_rows.get((family, strategy), []), by_row.get((family, strategy), {})
             rows = strategy_rows(cells, replays, runtimes)
             if rows:
-                seen = evidence(pd.concat([cells, theirs]))
+                judged = cells + [cell for part in replays.values() for cell in part]
+                seen = evidence_of((c.runtime, c.verdict) for c in judged if not c.no_graph)
                 p = portability[strategy]
                 found.append(LadderStrategy(strategy, p, portability_label(p), seen.text, tuple(rows)))
         if found:

@@ -12,9 +12,10 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import pandas as pd
 
 from harness.record import PORTABILITY_LABELS, PORTABILITY_SHORT, CellRecord, portability_label
+from harness.report.changes import KINDS
 from harness.report.details import Interned, detail, link_replays
 from harness.report.runtimes import CELL, homes, ladder
-from harness.report.upgrade import KINDS, Side, UpgradeDiff
+from harness.report.upgrade import Side, UpgradeDiff
 from harness.report.vocab import (
     CELL_DIMS,
     DIM_LABEL,
@@ -23,6 +24,7 @@ from harness.report.vocab import (
     family_sort_key,
     natural_key,
     params_label,
+    precision_sort_key,
     strategy_sort_key,
     varying_keys,
 )
@@ -70,6 +72,7 @@ def row_labels(records: Sequence[CellRecord]) -> Dict[Tuple[str, str], str]:
 
 def _dim_values(frame: pd.DataFrame, envs: Sequence[str]) -> Dict[str, List[Any]]:
     values: Dict[str, List[Any]] = {"env": list(envs), "runtime": ladder(frame["runtime"])}
+    values["precision"] = sorted(set(frame["precision"]), key=precision_sort_key)
     for dim in CELL_DIMS:
         if dim not in values:
             values[dim] = sorted(set(frame[dim].tolist()), key=lambda v: (isinstance(v, str), v))
@@ -131,14 +134,16 @@ def cells_and_details(
     verdict_index = {v.name: i for i, v in enumerate(VERDICTS)}
     strings, fingerprints, runtimes = Interned(), Interned(), Interned()
     cells, details = [], []
-    for record, row in zip(records, frame.itertuples(index=False)):
+    origin = origins(frame)
+    for index, (record, row) in enumerate(zip(records, frame.itertuples(index=False))):
         cells.append(
             [row_index[(row.case, row.params, row.strategy)]]
             + [dim_index[dim][getattr(row, dim)] for dim in CELL_DIMS]
             + [verdict_index[row.verdict], int(bool(row.own))]
         )
-        details.append(detail(record, strings, fingerprints, runtimes))
-    link_replays(details, origins(frame))
+        export = origin[index] in (None, index)  # a replay shows its exporting cell's export
+        details.append(detail(record, strings, fingerprints, runtimes, export))
+    link_replays(details, origin)
     return {
         "cells": cells,
         "details": details,

@@ -12,19 +12,22 @@ import pandas as pd
 
 from harness.record import SCHEMA_VERSION, CellRecord, parse_version
 from harness.report import matrix
-from harness.report.advisor import advise
+from harness.report.advisor import advise, grouped_rows
 from harness.report.cards import AdvisorView, advisor_view
-from harness.report.charts import Chart, build_charts
+from harness.report.charts import Chart, build_charts, strategy_colours
 from harness.report.ladder import LadderView, ladder_view
 from harness.report.load import Loaded, SourceFile
+from harness.report.precision import PrecisionView, precision_view
 from harness.report.runtimes import exporting, homes, judged, ladder, runtimes_of
-from harness.report.table import build_frame, safe_json
+from harness.report.table import CONVERSION_ENV, FP32, build_frame, safe_json
 from harness.report.upgrade import all_pairs, runtime_pairs
 from harness.report.vocab import (
     DIM_LABEL,
     FINGERPRINT_COLUMNS,
     VERDICTS,
     family_sort_key,
+    platform_tag,
+    precision_sort_key,
     runtime_label,
     strategy_sort_key,
 )
@@ -57,6 +60,7 @@ class LegendEntry:
 @dataclass(frozen=True)
 class EnvRow:
     env: str
+    platform: str  # "linux_x86_64": the platform in the words of the environment files (the fingerprint's, shortened)
     fingerprint: Tuple[Tuple[str, str], ...]
     cells: int
     devices: str
@@ -86,6 +90,7 @@ class RuntimeRow:
     records: int
     exported_in: str  # the environments whose graphs it judged
     finished: str
+    precisions: str = FP32  # the precisions of the graphs it judged
 
 
 @dataclass(frozen=True)
@@ -124,6 +129,7 @@ class Page:
     upgrade_default: Tuple[str, str]
     runtime_choices: Tuple[RuntimeChoice, ...]
     ladder: LadderView
+    precision: PrecisionView
     runtimes: Tuple[RuntimeRow, ...]
     replays: int  # records of graphs judged again elsewhere (converted ones included)
     replay_runtimes: int  # how many distinct runtimes replayed graphs
@@ -170,19 +176,24 @@ def environments(records: Sequence[CellRecord], envs: Sequence[str]) -> List[Env
         known = said.setdefault(env, set())
         new = tuple(limit for limit in limits if limit not in known)
         known.update(new)
-        rows.append(EnvRow(env, fields, entry["cells"], *joined, f"{entry['first']} – {entry['last']}", new))
+        platform = platform_tag(entry["fp"].get("platform"))
+        rows.append(EnvRow(env, platform, fields, entry["cells"], *joined, f"{entry['first']} – {entry['last']}", new))
     return rows
 
 
 def runtime_rows(records: Sequence[CellRecord], envs: Sequence[str]) -> List[RuntimeRow]:
-    """One row per runtime environment that replayed graphs, on the ladder."""
+    """One row per runtime environment that replayed graphs, on the ladder (the converter judged none)."""
     seen: Dict[Tuple[str, str], Dict[str, Any]] = {}
-    for record in sorted((r for r in records if r.runtime.env is not None), key=lambda r: r.finished_at):
+    replays = (r for r in records if r.runtime.env not in (None, CONVERSION_ENV))
+    for record in sorted(replays, key=lambda r: r.finished_at):
         runtime = record.runtime
         label = runtime_label(runtime.name, runtime.version)
-        entry = seen.setdefault((label, str(runtime.env)), {"runtime": runtime, "records": 0, "envs": set()})
+        entry = seen.setdefault(
+            (label, str(runtime.env)), {"runtime": runtime, "records": 0, "envs": set(), "precisions": set()}
+        )
         entry["records"] += 1
         entry["envs"].add(record.env)
+        entry["precisions"].add(record.precision)
         entry.setdefault("first", record.finished_at)
         entry["last"] = record.finished_at
     order = {label: i for i, label in enumerate(ladder(label for label, _ in seen))}
@@ -192,7 +203,8 @@ def runtime_rows(records: Sequence[CellRecord], envs: Sequence[str]) -> List[Run
         exported_in = ", ".join(e for e in envs if e in entry["envs"])
         finished = f"{entry['first']} – {entry['last']}"
         shown = [runtime.python or "—", runtime.platform or "—", ", ".join(runtime.providers) or "—"]
-        rows.append(RuntimeRow(label, env, *shown, entry["records"], exported_in, finished))
+        precisions = ", ".join(sorted(entry["precisions"], key=precision_sort_key))
+        rows.append(RuntimeRow(label, env, *shown, entry["records"], exported_in, finished, precisions))
     return rows
 
 
@@ -267,11 +279,14 @@ def build_page(loaded: Loaded, title: str = "onnx-compat-matrix") -> Page:
     frame = build_frame(records)
     envs = env_order(frame, records)
     own, everywhere = exporting(frame), judged(frame)
-    advice = advise(everywhere)
-    pairs = all_pairs(own, [a for a in advice if a.home], envs)
-    choices = runtime_choices(everywhere, envs)
+    exported = everywhere[everywhere["precision"] == FP32]  # the graphs as exported: what upgrades compare
+    groups = grouped_rows(everywhere)
+    advice = advise(everywhere, groups)
+    advice_fp32 = [a for a in advice if a.precision == FP32]
+    pairs = all_pairs(own, [a for a in advice_fp32 if a.home], envs)
+    choices = runtime_choices(exported, envs)
     ladders = {c.env: list(c.runtimes) for c in choices}
-    by_runtime = runtime_pairs(everywhere, advice, ladders, homes(frame))
+    by_runtime = runtime_pairs(exported, advice_fp32, ladders, homes(frame))
     where = ladder_view(frame, envs)
     evidence = {(f.family, s.strategy): s.evidence for f in where.families for s in f.strategies}
     data = matrix.payload(frame, records, envs, matrix.upgrades(pairs, by_runtime, ladders), evidence)
@@ -290,11 +305,12 @@ def build_page(loaded: Loaded, title: str = "onnx-compat-matrix") -> Page:
         skipped=len(loaded.skipped),
         migrated=_migrated_text(loaded.migrated),
         superseded=loaded.superseded,
-        advisor=advisor_view(advice, everywhere, envs, matrix.row_labels(records), homes(frame)),
+        advisor=advisor_view(advice, everywhere, envs, matrix.row_labels(records), homes(frame), groups),
         envs=tuple(envs),
         upgrade_default=(envs[0], envs[-1]) if envs else ("", ""),
         runtime_choices=tuple(choices),
         ladder=where,
+        precision=precision_view(frame, strategy_colours(strategies)),
         runtimes=tuple(rows),
         replays=len(frame) - len(own),
         replay_runtimes=len({row.label for row in rows}),

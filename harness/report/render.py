@@ -48,6 +48,7 @@ def render(page: Page) -> str:
     # The page runs only its own script: an injected <script> would not match this hash.
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
     template = environment().get_template("page.html.j2")
+    precision = page.precision.chart
     return template.render(
         page=page,
         css=Markup(css),
@@ -55,6 +56,7 @@ def render(page: Page) -> str:
         script_hash="sha256-" + digest,
         data_json=Markup(page.data_json),  # already made inert by table.safe_json
         charts=[(chart, Markup(chart.svg) if chart.svg else None) for chart in page.charts],
+        precision_svg=Markup(precision.svg) if precision is not None and precision.svg else None,
     )
 
 

@@ -9,13 +9,13 @@ in; a graph with no replay in a runtime is simply absent there (not run), never 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Sequence, Tuple
 
 import pandas as pd
 
 from harness.record import Verdict
-from harness.report.table import FP32
-from harness.report.vocab import runtime_sort_key
+from harness.report.table import CONVERSION_ENV, FP32
+from harness.report.vocab import precision_sort_key, runtime_sort_key
 
 # The columns naming one cell of an environment, whatever runtime judged its graph.
 CELL = [
@@ -37,6 +37,7 @@ JUDGED_COLUMNS = CELL + [
     "idx",
     "runtime",
     "runtime_name",
+    "runtime_env",
     "home",
     "own",
     "reference",
@@ -47,6 +48,8 @@ JUDGED_COLUMNS = CELL + [
     "failed_stage",
     "exported",
     "max_abs",
+    "mean_abs",
+    "psnr",
     "lat_eager",
     "mem_eager",
     "lat_reference",
@@ -84,30 +87,53 @@ def exported_graphs(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def judged(frame: pd.DataFrame) -> pd.DataFrame:
-    """Every cell as each runtime its environment was judged in sees it, `runtime` naming that runtime.
+    """Every cell as each runtime its environment was judged in sees it, `runtime` naming that runtime, at each
+    precision that runtime judged (converted graphs are judged in replays only).
 
-    The exporting records under their own runtime; under each other runtime, its replays plus the exporting
-    cells that made no graph (their verdict holds anywhere), for the families, opsets and devices replayed there
-    (elsewhere nothing says what that runtime would do). `carried` marks those. `idx` still points at the record
-    shown for the row: the replay, or the exporting record carried.
+    The exporting records under their own runtime; under each other runtime and precision, its replays plus the
+    cells that made no graph there (their verdict holds anywhere): the exporting cells that made none, and, for a
+    converted precision, the conversions that failed or did not apply; for the families, opsets and devices that
+    runtime judged of the environment (elsewhere nothing says what it would do). `carried` marks those. `idx`
+    still points at the record shown for the row: the replay, or the record carried.
     """
-    frame = exported_graphs(frame)[JUDGED_COLUMNS]
-    own = exporting(frame).assign(carried=False)
-    replays = frame[~frame["own"].astype(bool)]
+    table = frame[JUDGED_COLUMNS]
+    is_own = table["own"].astype(bool)
+    conversion = table["runtime_env"] == CONVERSION_ENV
+    own = table[is_own].assign(carried=False)
+    replays = table[~is_own & ~conversion]
     if replays.empty:
         return own
     no_graph = own[made_no_graph(own)]
+    failed = {key: part for key, part in table[conversion].groupby(["env", "precision"], sort=False)}
+    precisions = sorted(set(replays["precision"]), key=precision_sort_key)
+    judges = set(zip(replays["runtime"], replays["precision"]))
     parts = [own]
     for (env, runtime), part in replays.groupby(["env", "runtime"], sort=True):
-        base = no_graph[no_graph["env"] == env]
-        seen = pd.MultiIndex.from_frame(part[CELL].astype(str))
-        replayed = pd.MultiIndex.from_frame(part[SCOPE].astype(str))
-        keep = ~pd.MultiIndex.from_frame(base[CELL].astype(str)).isin(seen)
-        keep &= pd.MultiIndex.from_frame(base[SCOPE].astype(str)).isin(replayed)
-        carried = base[keep].assign(runtime=runtime, runtime_name=part["runtime_name"].iloc[0], carried=True)
-        parts.append(part.assign(carried=False))
-        parts.append(carried)
+        for precision in precisions:
+            mine = part[part["precision"] == precision]
+            if (mine.empty and precision == FP32) or (runtime, precision) not in judges:
+                continue  # this runtime judged no graph of the environment, or none of this precision at all
+            conversions = failed.get((env, precision), mine.iloc[0:0])
+            base = pd.concat([conversions, no_graph[no_graph["env"] == env].assign(precision=precision)])
+            keep = _unjudged(base, mine, conversions, precision)
+            name = part["runtime_name"].iloc[0]
+            parts.append(mine.assign(carried=False))
+            parts.append(base[keep].assign(runtime=runtime, runtime_name=name, carried=True))
     return pd.concat(parts, ignore_index=True)
+
+
+def _rows(frame: pd.DataFrame, columns: Sequence[str]) -> List[Tuple[Any, ...]]:
+    return list(zip(*(frame[c].tolist() for c in columns)))
+
+
+def _unjudged(base: pd.DataFrame, mine: pd.DataFrame, conversions: pd.DataFrame, precision: str) -> List[bool]:
+    """Which of `base` (cells that made no graph) to carry to a runtime that judged `mine` at `precision`: those not
+    judged there, where graphs of this precision were judged, or would have been had they converted (only some
+    cases' graphs are converted: for those, the scope is the case)."""
+    scope = SCOPE if precision == FP32 else SCOPE + ["case"]
+    seen = set(_rows(mine, CELL))
+    there = set(_rows(mine, scope)) | set(_rows(conversions, scope))
+    return [cell not in seen and where in there for cell, where in zip(_rows(base, CELL), _rows(base, scope))]
 
 
 def runtimes_of(frame: pd.DataFrame) -> Dict[str, List[str]]:
@@ -152,17 +178,25 @@ def evidence(cells: pd.DataFrame) -> Evidence:
     """Evidence from records that judged a graph as exported (cells that made none say nothing about runtimes)."""
     cells = exported_graphs(cells)
     tried = cells[~made_no_graph(cells)] if not cells.empty else cells
+    return evidence_of(zip(tried["runtime"].tolist(), tried["verdict"].tolist()))
+
+
+def evidence_of(judged: Iterable[Tuple[str, str]]) -> Evidence:
+    """Evidence from (runtime, verdict) pairs, one for each graph judged."""
+    verdicts: Dict[str, set] = {}
+    for runtime, verdict in judged:
+        verdicts.setdefault(str(runtime), set()).add(verdict)
     ran: List[str] = []
     refused: List[str] = []
     failed: List[str] = []
-    for runtime, part in tried.groupby("runtime", sort=False):
-        verdicts = set(part["verdict"]) - {Verdict.HARNESS_ERROR.value}
-        if verdicts & RAN:
-            ran.append(str(runtime))
-        elif verdicts == {LOAD_FAILED}:
-            refused.append(str(runtime))
-        elif verdicts:
-            failed.append(str(runtime))
+    for runtime, seen in verdicts.items():
+        seen = seen - {Verdict.HARNESS_ERROR.value}
+        if seen & RAN:
+            ran.append(runtime)
+        elif seen == {LOAD_FAILED}:
+            refused.append(runtime)
+        elif seen:
+            failed.append(runtime)
     return Evidence(tuple(ladder(ran)), tuple(ladder(refused)), tuple(ladder(failed)))
 
 

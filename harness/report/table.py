@@ -1,15 +1,14 @@
-"""The merged records as one flat pandas table (one row per cell), and its CSV and JSON exports."""
+"""The merged records as one flat pandas table (one row per cell), and JSON made safe to inline in the page."""
 
 from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 import pandas as pd
 
-from harness.record import FINGERPRINT_KEYS, CellRecord
+from harness.record import CellRecord
 from harness.report.vocab import runtime_label
 
 # What a cell measures: eager PyTorch, its graph in ORT, the reference eager; and, under `rt`, its graph in the
@@ -17,9 +16,12 @@ from harness.report.vocab import runtime_label
 TARGETS = ("eager", "ort", "reference", "rt")
 RUNTIME_TARGET = {"openvino": "openvino"}  # the record's target for a runtime's measurement; "ort" otherwise
 FP32 = "fp32"  # the exported graph as is; other precisions are graphs converted from it
-NUMERIC = ("max_abs", "max_rel", "atol", "rtol", "min_passing_atol") + tuple(
-    prefix + "_" + target for target in TARGETS for prefix in ("lat", "mem")
-)
+# The runtime environment named by the records of conversions that failed or did not apply (harness.artifacts):
+# no runtime judged them, so the page names their runtime CONVERTER.
+CONVERSION_ENV = "convert"
+CONVERTER = "converter"
+PARITY = ("max_abs", "max_rel", "atol", "rtol", "min_passing_atol", "mean_abs", "psnr")
+NUMERIC = PARITY + tuple(prefix + "_" + target for target in TARGETS for prefix in ("lat", "mem"))
 COLUMNS = (
     "idx",
     "env",
@@ -42,6 +44,7 @@ COLUMNS = (
     "home",
     "own",
     "precision",
+    "converter",
     "verdict",
     "reason",
     "failed_stage",
@@ -53,6 +56,8 @@ COLUMNS = (
     "atol",
     "rtol",
     "min_passing_atol",
+    "mean_abs",
+    "psnr",
     "lat_eager",
     "mem_eager",
     "lat_ort",
@@ -83,9 +88,16 @@ def home_runtime(record: CellRecord) -> str:
     return runtime_label("onnxruntime", record.fingerprint.onnxruntime)
 
 
+def runtime_of(record: CellRecord) -> str:
+    """The runtime that judged the record's graph, as the page names it; CONVERTER for a conversion that failed."""
+    if record.runtime.env == CONVERSION_ENV:
+        return CONVERTER
+    return runtime_label(record.runtime.name, record.runtime.version)
+
+
 def flat_row(index: int, record: CellRecord) -> Dict[str, Any]:
     failed = record.failed_stage()
-    label = runtime_label(record.runtime.name, record.runtime.version)
+    label = runtime_of(record)
     row: Dict[str, Any] = {
         "idx": index,
         "env": record.env,
@@ -110,6 +122,7 @@ def flat_row(index: int, record: CellRecord) -> Dict[str, Any]:
         # runs); a converted graph (fp16, int8) judged there is a replay like any other
         "own": record.runtime.env is None or (label == home_runtime(record) and record.precision == FP32),
         "precision": record.precision,
+        "converter": record.converter,
         "verdict": record.verdict.value,
         "reason": record.reason,
         "failed_stage": failed.name if failed else None,
@@ -117,7 +130,7 @@ def flat_row(index: int, record: CellRecord) -> Dict[str, Any]:
         "error_type": failed.error_type if failed else None,
         "message": failed.message if failed else None,
     }
-    for key in ("max_abs", "max_rel", "atol", "rtol", "min_passing_atol"):
+    for key in PARITY:
         row[key] = number(getattr(record.parity, key)) if record.parity else None
     for target in TARGETS:
         measured = RUNTIME_TARGET.get(record.runtime.name, "ort") if target == "rt" else target
@@ -132,30 +145,11 @@ def build_frame(records: Sequence[CellRecord]) -> pd.DataFrame:
     """Columns every view uses; `idx` points back into `records` for the details."""
     frame = pd.DataFrame([flat_row(i, r) for i, r in enumerate(records)], columns=list(COLUMNS))
     frame[list(NUMERIC)] = frame[list(NUMERIC)].astype(float)
+    # Plain Python objects rather than pandas' string arrays (missing text stays NaN either way): the views walk
+    # these columns in Python, and a string array hands out its values one call at a time.
+    text = [c for c in COLUMNS if frame[c].dtype == "str"]
+    frame[text] = frame[text].astype(object)
     return frame
-
-
-def export_row(record: CellRecord) -> Dict[str, Any]:
-    """A wide row for results.csv: every target, every parameter and fingerprint field in its own column."""
-    row = flat_row(0, record)
-    for key in ("idx", "lat_rt", "mem_rt", "own", "home", "runtime_name", "exported"):
-        row.pop(key)
-    row.update(runtime=record.runtime.name, runtime_version=record.runtime.version, runtime_env=record.runtime.env)
-    for key, value in sorted(record.params.items()):
-        row["param_" + key] = json.dumps(value) if isinstance(value, (list, dict)) else value
-    for target, timing in sorted(record.latency.items()):
-        for key in ("median_s", "iqr_s", "samples", "threads", "noisy"):
-            row[f"latency_{target}_{key}"] = getattr(timing, key)
-    for target, peak in sorted(record.memory.items()):
-        row[f"memory_{target}_peak_bytes"] = peak.peak_bytes
-        row[f"memory_{target}_method"] = peak.method
-    fingerprint = record.fingerprint.to_json()
-    for key in FINGERPRINT_KEYS + tuple(k for k in fingerprint if k not in FINGERPRINT_KEYS):
-        value = fingerprint[key]
-        row["fingerprint_" + key] = ", ".join(value) if isinstance(value, list) else value
-    for key in ("schema_version", "harness_version", "cell_id", "started_at", "wall_s"):
-        row[key] = getattr(record, key)
-    return row
 
 
 def finite(value: Any) -> Any:
@@ -169,20 +163,19 @@ def finite(value: Any) -> Any:
     return value
 
 
-def safe_json(value: Any, indent: Optional[int] = None) -> str:
-    """JSON that stays inert inside HTML: no '<', '>' or '&' survive unescaped."""
-    separators = (",", ":") if indent is None else (",", ": ")
-    text = json.dumps(
-        finite(value), indent=indent, separators=separators, ensure_ascii=False, allow_nan=False, default=str
-    )
+# One encoder for every call: json.dumps builds a new one whenever it is given options.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=str)
+
+
+def inert(text: str) -> str:
+    """JSON text made inert inside HTML: no '<', '>' or '&' survive unescaped."""
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def write_exports(records: Sequence[CellRecord], folder: Path) -> List[Path]:
-    """results.csv and results.json beside the page: the merged, de-duplicated records."""
-    folder.mkdir(parents=True, exist_ok=True)
-    csv_path = folder / "results.csv"
-    json_path = folder / "results.json"
-    pd.DataFrame([export_row(r) for r in records]).to_csv(csv_path, index=False)
-    json_path.write_text(safe_json([r.to_json() for r in records], indent=1) + "\n", encoding="utf-8")
-    return [csv_path, json_path]
+def safe_json(value: Any) -> str:
+    """Compact JSON that stays inert inside HTML: no '<', '>' or '&' survive unescaped."""
+    try:
+        text = _ENCODER.encode(value)
+    except ValueError:  # a NaN or an infinity somewhere: spelled out by `finite`, which is slower
+        text = _ENCODER.encode(finite(value))
+    return inert(text)

@@ -4,51 +4,27 @@ change, and which strategy to switch to."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-import numpy as np
 import pandas as pd
 
-from harness.record import Verdict, portability_rank, portability_short
+from harness.record import portability_rank, portability_short
 from harness.report.advisor import Advice, Candidate
-from harness.report.costs import format_ratio, format_seconds, geomean
-from harness.report.runtimes import RAN, made_no_graph
-from harness.report.vocab import family_sort_key, strategy_sort_key
-
-MATCH = ["family", "case", "params", "strategy", "opset", "exporter", "shape_mode", "device", "dtype", "precision"]
-COST_CHANGE = 0.20  # a latency change smaller than this is left out as noise
-ACCURACY_CHANGE = 10.0  # a largest difference that moves by this factor (and is not tiny) is a change
-ACCURACY_FLOOR = 1e-5
-PASS = Verdict.PASS.value
-NA = Verdict.NOT_APPLICABLE.value
-# The kinds of change, in the order the page lists them: (name, label, tone).
-KINDS: Tuple[Tuple[str, str, str], ...] = (
-    ("became_applicable", "became applicable", "good"),
-    ("now_exports", "now exports", "good"),
-    ("now_passes", "now passes", "good"),
-    ("now_fails", "now fails", "bad"),
-    ("no_longer_exports", "no longer exports", "bad"),
-    ("no_longer_applicable", "no longer applicable", "bad"),
-    ("fails_differently", "fails differently", "neutral"),
-    ("accuracy", "accuracy changed", "neutral"),
-    ("faster", f"faster >{COST_CHANGE:.0%}", "good"),
-    ("slower", f"slower >{COST_CHANGE:.0%}", "bad"),
+from harness.report.changes import (
+    COST_CHANGE,
+    KIND_NAMES,
+    NA,
+    PASS,
+    Cell,
+    CellChange,
+    cell_changes,
+    cells,
+    compare_cells,
 )
-KIND_NAMES = tuple(k for k, _, _ in KINDS)
-
-
-@dataclass(frozen=True)
-class CellChange:
-    kind: str  # one of KIND_NAMES
-    old_idx: int
-    new_idx: int
-    ratio: Optional[float]  # new latency / old latency
-    family: str = ""
-    strategy: str = ""
-    before: str = ""  # the verdicts on either side
-    after: str = ""
+from harness.report.costs import format_ratio, format_seconds, geomean
+from harness.report.table import FP32
+from harness.report.vocab import family_sort_key, strategy_sort_key
 
 
 @dataclass(frozen=True)
@@ -99,73 +75,6 @@ class UpgradeDiff:
     gains: Tuple[str, ...]
     groups: Tuple[ChangeGroup, ...] = ()
     env: str = ""  # set when comparing two runtimes of one environment
-
-
-def _ratio(joined: pd.DataFrame, column: str) -> pd.Series[float]:
-    old, new = joined[column + "_old"], joined[column + "_new"]
-    return (new / old).where((old > 0) & (new > 0))
-
-
-def _accuracy_moved(joined: pd.DataFrame) -> pd.Series[bool]:
-    old, new = joined["max_abs_old"], joined["max_abs_new"]
-    high, low = np.maximum(old, new), np.minimum(old, new).clip(lower=1e-12)
-    ran = joined["verdict_old"].isin(RAN)
-    return ran & old.notna() & new.notna() & (high >= ACCURACY_FLOOR) & (high / low >= ACCURACY_CHANGE)
-
-
-def classify(joined: pd.DataFrame, ratio: pd.Series[float]) -> np.ndarray:
-    """Each joined pair's kind of change, "" for none: the first that holds, in KINDS' order of precedence."""
-    before, after = joined["verdict_old"], joined["verdict_new"]
-    moved = before != after
-    graph_before, graph_after = ~joined["no_graph_old"], ~joined["no_graph_new"]
-    conditions = [
-        (before == NA) & (after != NA),
-        moved & ~graph_before & graph_after,
-        moved & (after == PASS),
-        moved & (before == PASS) & graph_after & (after != NA),
-        moved & graph_before & ~graph_after & (after != NA),
-        (after == NA) & (before != NA),
-        moved,
-        _accuracy_moved(joined),
-        ratio < 1 - COST_CHANGE,
-        ratio > 1 + COST_CHANGE,
-    ]
-    names = [
-        "became_applicable",
-        "now_exports",
-        "now_passes",
-        "now_fails",
-        "no_longer_exports",
-        "no_longer_applicable",
-        "fails_differently",
-        "accuracy",
-        "faster",
-        "slower",
-    ]
-    return np.select(conditions, names, default="")
-
-
-def compare(old: pd.DataFrame, new: pd.DataFrame) -> List[CellChange]:
-    """Every cell present on both sides whose verdict, accuracy or latency (by over 20%) changed."""
-    columns = MATCH + ["idx", "verdict", "lat_rt", "lat_eager", "max_abs"]
-    joined = old.assign(no_graph=made_no_graph(old))[columns + ["no_graph"]].merge(
-        new.assign(no_graph=made_no_graph(new))[columns + ["no_graph"]], on=MATCH, suffixes=("_old", "_new")
-    )
-    # The runtime's latency where both sides have it, else eager PyTorch's.
-    ratio = _ratio(joined, "lat_rt").fillna(_ratio(joined, "lat_eager"))
-    kinds = classify(joined, ratio)
-    rows = zip(kinds, joined["idx_old"], joined["idx_new"], ratio.astype(float), joined["family"], joined["strategy"])
-    verdicts = zip(joined["verdict_old"], joined["verdict_new"])
-    return [
-        CellChange(str(k), int(o), int(n), None if math.isnan(r) else float(r), str(f), str(s), str(vo), str(vn))
-        for (k, o, n, r, f, s), (vo, vn) in zip(rows, verdicts)
-        if k
-    ]
-
-
-def cell_changes(frame: pd.DataFrame, old: str, new: str) -> List[CellChange]:
-    """The changes between two environments, each judged by its own runtime (the table's exporting records)."""
-    return compare(frame[frame["env"] == old], frame[frame["env"] == new])
 
 
 def grouped(changes: Sequence[CellChange], strategy_order: Dict[str, int]) -> List[ChangeGroup]:
@@ -311,11 +220,15 @@ def runtime_diff(
     old: str,
     new: str,
     order: Optional[Dict[str, int]] = None,
+    by_runtime: Optional[Mapping[str, List[Cell]]] = None,
 ) -> UpgradeDiff:
-    """One environment's graphs in two runtimes (`mine`: its rows of harness.report.runtimes.judged)."""
-    changes = compare(mine[mine["runtime"] == old], mine[mine["runtime"] == new])
-    before = [a for a in advice if a.env == env and a.runtime == old]
-    after = [a for a in advice if a.env == env and a.runtime == new]
+    """One environment's graphs in two runtimes (`mine`: its rows of harness.report.runtimes.judged; `by_runtime`:
+    cells_by_runtime(mine), when the caller compares many pairs)."""
+    by_runtime = by_runtime if by_runtime is not None else cells_by_runtime(mine)
+    changes = compare_cells(by_runtime.get(old, []), by_runtime.get(new, []))
+    mine_advice = [a for a in advice if a.env == env and a.precision == FP32]  # the graphs as exported
+    before = [a for a in mine_advice if a.runtime == old]
+    after = [a for a in mine_advice if a.runtime == new]
     switched = switches(before, after, old, new, "latency")
     # A family, opset and device not judged on one side says nothing about the runtimes: named once, not listed.
     unjudged = sorted({s.family for s in switched if "not_run" in (s.old.state, s.new.state)}, key=family_sort_key)
@@ -350,6 +263,14 @@ def runtime_pairs(
     order = strategy_order(judged)
     for env, labels in ladders.items():
         mine = judged[judged["env"] == env]
+        by_runtime = cells_by_runtime(mine)
         for old, new in runtime_pair_keys(labels, homes.get(env, ())):
-            found[(env, old, new)] = runtime_diff(mine, advice, env, old, new, order)
+            found[(env, old, new)] = runtime_diff(mine, advice, env, old, new, order, by_runtime)
     return found
+
+
+def cells_by_runtime(mine: pd.DataFrame) -> Dict[str, List[Cell]]:
+    """One environment's cells in each runtime, read once for all the pairs compared: the graphs as exported (the
+    converted ones are compared with them in the precision view instead)."""
+    mine = mine[mine["precision"] == FP32]
+    return {str(runtime): cells(part) for runtime, part in mine.groupby("runtime", sort=False)}

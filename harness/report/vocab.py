@@ -67,6 +67,9 @@ PIVOTS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
     ("environment", ("env",)),
     ("environment × runtime", ("env", "runtime")),
     ("runtime × opset", ("runtime", "opset")),
+    ("precision × runtime", ("precision", "runtime")),
+    ("runtime × precision", ("runtime", "precision")),
+    ("environment × precision", ("env", "precision")),
 )
 CELL_DIMS: Tuple[str, ...] = ("env", "runtime", "opset", "exporter", "shape_mode", "device", "dtype", "precision")
 DIM_LABEL: Dict[str, str] = {
@@ -147,6 +150,33 @@ def natural_key(text: str) -> Tuple[Any, ...]:
 def strategy_sort_key(strategy: str, portability: str, is_reference: bool) -> Tuple[int, int, str]:
     # The family's reference first (as its records name it): every other strategy is read against it.
     return (0 if is_reference else 1, portability_rank(portability), strategy)
+
+
+# The precisions a graph is judged at: the graph as exported, then the conversions people ship.
+PRECISION_ORDER: Tuple[str, ...] = ("fp32", "fp16", "int8-dynamic", "int8-static")
+
+
+def precision_sort_key(precision: str) -> Tuple[int, str]:
+    order = PRECISION_ORDER
+    return (order.index(precision) if precision in order else len(order), precision)
+
+
+def platform_tag(platform: Any) -> str:
+    """ "Linux-6.1.0-28-amd64-x86_64-with-glibc2.36" -> "linux_x86_64": a fingerprint's platform (Python's
+    platform.platform()) in the words of the environment files' `platforms` (linux_x86_64, linux_aarch64,
+    win_amd64); "—" when none was recorded, the text itself when it names no known system."""
+    if not isinstance(platform, str) or not platform:
+        return "—"
+    words = platform.lower().split("-")
+    arch = next((ARCH[w] for w in reversed(words) if w in ARCH), None)
+    system = next((SYSTEMS[w] for w in words if w in SYSTEMS), None)
+    if system == "win":
+        return "win_amd64" if arch in (None, "x86_64") else f"win_{arch}"
+    return f"{system}_{arch}" if system and arch else platform
+
+
+ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
+SYSTEMS = {"linux": "linux", "windows": "win", "macos": "macos", "darwin": "macos"}
 
 
 # How the page names a runtime: its record's name, spelt as its makers spell it; their order on the ladder.

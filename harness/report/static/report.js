@@ -134,7 +134,12 @@
     clear(matrixTable);
     matrixCount.textContent = shown + " of " + CELLS.length + " cells · " + rows.length + " rows × " + cols.length +
       " columns" + (chipDims.length ? " · squares in a slot vary by " + chipDims.map(function (d) { return DATA.dimLabels[d]; }).join(", ") : "");
-    if (!shown) { matrixTable.appendChild(el("tbody", null, el("tr", null, el("td", { className: "empty", text: "No cell matches these filters." })))); return; }
+    if (!shown) {
+      var converted = filters.precision && filters.precision !== "fp32" && filters.runtime === "=own";
+      var why = converted ? " Converted graphs are judged in replays only: set the runtime filter to all, or to a runtime." : "";
+      matrixTable.appendChild(el("tbody", null, el("tr", null, el("td", { className: "empty", text: "No cell matches these filters." + why }))));
+      return;
+    }
 
     var thead = el("thead");
     var top = el("tr", null, el("th", { className: "corner", rowspan: axes.length, text: "case · strategy · params" }));
@@ -276,12 +281,15 @@
       panelBody.appendChild(stages);
     }
 
-    if (d.p) {
+    if (d.p) { // [max_abs, max_rel, atol, rtol, min_passing_atol, shapes_checked, mean_abs, psnr]
+      var p = d.p;
       panelBody.appendChild(el("h3", { text: "Accuracy against eager PyTorch" }));
       panelBody.appendChild(kv([
-        ["max abs difference", fmtNum(d.p.max_abs)], ["max rel difference", fmtNum(d.p.max_rel)],
-        ["atol · rtol", fmtNum(d.p.atol) + " · " + fmtNum(d.p.rtol)],
-        ["smallest passing atol", fmtNum(d.p.min_passing_atol)], ["shapes checked", d.p.shapes_checked],
+        ["max abs difference", fmtNum(p[0])], ["max rel difference", fmtNum(p[1])],
+        ["mean abs difference", p[6] === null || p[6] === undefined ? undefined : fmtNum(p[6])],
+        ["PSNR", p[7] === null || p[7] === undefined ? undefined : p[7].toFixed(1) + " dB"],
+        ["atol · rtol", fmtNum(p[2]) + " · " + fmtNum(p[3])],
+        ["smallest passing atol", fmtNum(p[4])], ["shapes checked", p[5]],
       ]));
     }
     var targets = Object.keys(d.l);
@@ -296,7 +304,10 @@
     var memTargets = Object.keys(d.m);
     if (memTargets.length) {
       panelBody.appendChild(el("h3", { text: "Peak memory" }));
-      panelBody.appendChild(kv(memTargets.map(function (t) { return [t, fmtBytes(d.m[t][0]) + " (" + (d.m[t][1] || "method unknown") + ")"]; })));
+      panelBody.appendChild(kv(memTargets.map(function (t) {
+        var method = d.m[t][1] === null || d.m[t][1] === undefined ? null : DATA.strings[d.m[t][1]];
+        return [t, fmtBytes(d.m[t][0]) + " (" + (method || "method unknown") + ")"];
+      })));
     }
     var x = base.x;
     if (x) {
@@ -311,7 +322,7 @@
     var fp = DATA.fingerprints[base.f] || {};
     panelBody.appendChild(kv(Object.keys(fp).map(function (k) { return [k, fp[k]]; })));
     panelBody.appendChild(el("h3", { text: "Run" }));
-    panelBody.appendChild(kv([["run id", d.id[0]], ["cell id", d.id[1] || base.id[1]], ["harness", d.id[2]],
+    panelBody.appendChild(kv([["run id", DATA.strings[d.id[0]]], ["cell id", d.id[1] || base.id[1]], ["harness", DATA.strings[d.id[2]]],
       ["started · finished", d.t[0] + " · " + d.t[1]], ["wall", fmtSeconds(d.t[2])]]));
 
     if (selected) selected.forEach(function (b) { b.classList.remove("selected"); });
@@ -340,7 +351,8 @@
       // No runtime chosen: the environment's own, whose exporting cells judged the graphs.
       var runtime = want.runtime ? card.dataset.runtime === want.runtime : card.dataset.home === "1";
       var match = runtime && card.dataset.env === want.env && card.dataset.opset === want.opset &&
-        card.dataset.device === want.device && card.dataset.family === want.family;
+        card.dataset.device === want.device && card.dataset.family === want.family &&
+        card.dataset.precision === (want.precision || "fp32");
       card.hidden = !match;
       found = found || match;
     });
@@ -360,6 +372,8 @@
         });
         var runtimeSelect = advisorControls.querySelector('select[data-adv="runtime"]');
         if (runtimeSelect) runtimeSelect.value = card.dataset.home === "1" ? "" : card.dataset.runtime;
+        var precisionSelect = advisorControls.querySelector('select[data-adv="precision"]');
+        if (precisionSelect) precisionSelect.value = card.dataset.precision;
         showAdvice();
         card.scrollIntoView({ block: "nearest" });
       });
@@ -402,7 +416,7 @@
   function noteText(kind, c) {
     var before = DATA.details[c[0]], after = DATA.details[c[1]];
     if (kind === "faster" || kind === "slower") return "latency " + fmtRatio(c[2]);
-    if (kind === "accuracy") return "max abs " + fmtNum(before.p && before.p.max_abs) + " → " + fmtNum(after.p && after.p.max_abs);
+    if (kind === "accuracy") return "max abs " + fmtNum(before.p && before.p[0]) + " → " + fmtNum(after.p && after.p[0]);
     var reason = kind === "became_applicable" ? before.r : after.r;
     return reason !== null && reason !== undefined ? DATA.strings[reason] : "";
   }
