@@ -146,6 +146,8 @@ def test_interrupted_run_keeps_records_and_resumes(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # as at a terminal: a shell's background job (CI started with `&`) would hand SIGINT down ignored
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.time() + 120
     while time.time() < deadline and (not out.exists() or len(out.read_text().splitlines()) < 3):
