@@ -21,22 +21,27 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness.record import CellRecord, Verdict, parse_version, read_results  # noqa: E402
 
 
-def judged_graphs(folder: str, precision: str = "fp32") -> List[CellRecord]:
-    """The newest record of each (cell, runtime) whose graph a runtime judged: exporting cells that exported, and
-    every replay."""
+def newest_records(folder: str) -> Dict[Tuple, CellRecord]:
+    """The newest record of each cell as each runtime judged it, from every results file under `folder`."""
     newest: Dict[Tuple, CellRecord] = {}
     for path in sorted(Path(folder).rglob("*.jsonl")):
         found = read_results(path)
         if found.refusal is not None:
             sys.exit(f"error: {found.refusal.line()}")
         for r in found.records:
-            exported = any(s.name == "export" and s.outcome == "ok" for s in r.stages)
-            if r.precision != precision or not (exported or r.runtime.env):
-                continue
-            key = r.key()
-            if key not in newest or r.finished_at >= newest[key].finished_at:
-                newest[key] = r
-    return list(newest.values())
+            if r.key() not in newest or r.finished_at >= newest[r.key()].finished_at:
+                newest[r.key()] = r
+    return newest
+
+
+def judged_graphs(folder: str, precision: str = "fp32") -> List[CellRecord]:
+    """Records of graphs a runtime judged at this precision: exporting cells that exported, and every replay."""
+    return [
+        r
+        for r in newest_records(folder).values()
+        if r.precision == precision
+        and (r.runtime.env or any(s.name == "export" and s.outcome == "ok" for s in r.stages))
+    ]
 
 
 def runtime_order(label: str) -> Tuple:

@@ -18,23 +18,11 @@ from typing import Dict, List, Optional, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ladder_table import runtime_order  # noqa: E402
+from ladder_table import newest_records, runtime_order  # noqa: E402
 
-from harness.record import CellRecord, Verdict, read_results  # noqa: E402
+from harness.record import CellRecord, Verdict  # noqa: E402
 
 PRECISIONS = ("fp32", "fp16", "int8-dynamic", "int8-static")
-
-
-def newest(folder: str) -> Dict[Tuple, CellRecord]:
-    found_all: Dict[Tuple, CellRecord] = {}
-    for path in sorted(Path(folder).rglob("*.jsonl")):
-        found = read_results(path)
-        if found.refusal is not None:
-            sys.exit(f"error: {found.refusal.line()}")
-        for r in found.records:
-            if r.key() not in found_all or r.finished_at >= found_all[r.key()].finished_at:
-                found_all[r.key()] = r
-    return found_all
 
 
 def _latency(r: CellRecord) -> Optional[float]:
@@ -52,7 +40,7 @@ def main(argv=None) -> int:
     parser.add_argument("--family", default=None)
     parser.add_argument("--tag", default="model")
     args = parser.parse_args(argv)
-    records = newest(args.results)
+    records = newest_records(args.results)
     wanted = [
         r
         for r in records.values()

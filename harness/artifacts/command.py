@@ -5,10 +5,8 @@ with the converter's own message. The converted graphs are judged by `harness re
 from __future__ import annotations
 
 import argparse
-import datetime
 import sys
 import traceback
-import uuid
 from importlib import metadata
 from pathlib import Path
 from typing import List, Optional, Set, Tuple
@@ -20,7 +18,7 @@ from harness.cli import artifacts_dir
 from harness.errors import ExitCode, UserError
 from harness.judge.stages import first_line, message_of
 from harness.record import CellRecord, Runtime, Stage, Verdict, read_results
-from harness.run.pool import now_iso
+from harness.run.pool import new_run_id, now_iso
 from harness.run.writer import REPLAY_CODE, ResultsWriter, code_hash
 
 
@@ -31,7 +29,7 @@ def convert_command(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path(args.results_dir) / "convert.jsonl"
     recorded = _recorded(out)
     writer = ResultsWriter(out)
-    stamp = dict(run_id=_run_id(), code_hash=code_hash(only=REPLAY_CODE), harness_version=__version__)
+    stamp = dict(run_id=new_run_id(), code_hash=code_hash(only=REPLAY_CODE), harness_version=__version__)
     counts = {"converted": 0, "kept": 0, "not_applicable": 0, "failed": 0}
     try:
         for manifest in graphs:
@@ -135,7 +133,3 @@ def _recorded(path: Path) -> Set[Tuple[str, ...]]:
         return set()
     found = read_results(path)
     return {(r.env, r.cell_id, r.precision, r.artifact) for r in found.records if r.verdict != Verdict.HARNESS_ERROR}
-
-
-def _run_id() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:4]

@@ -7,10 +7,8 @@ load -> discover -> expand -> drop_done -> execute -> summarise
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
 import sys
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -23,7 +21,7 @@ from harness.plan.spec import parse_shard
 from harness.record import CellRecord, Verdict, read_results, set_aside_torn_lines
 from harness.replay.judge import replay_blank
 from harness.replay.runtimes import ADAPTERS, RuntimeAdapter, adapter_for
-from harness.run.pool import Outcome, WorkerConfig, WorkerPool, now_iso
+from harness.run.pool import Outcome, WorkerConfig, WorkerPool, new_run_id, now_iso
 from harness.run.progress import Progress
 from harness.run.writer import REPLAY_CODE, ResultsWriter, code_hash
 from harness.worker.options import Options
@@ -151,7 +149,7 @@ def drop_done(r: Replay) -> Optional[int]:
 
 def execute(r: Replay) -> Optional[int]:
     """Each graph in a replay worker process; every record written as it ends."""
-    r.run_id = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:4]
+    r.run_id = new_run_id()
     if not r.args.quiet:
         print(
             f"{r.adapter.env_name}: {r.adapter.name} {r.adapter.version}; {len(r.jobs)} stored graphs, "

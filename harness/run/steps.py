@@ -7,11 +7,9 @@ load -> discover -> expand -> drop_done -> split_applicable -> execute -> summar
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
 import sys
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
@@ -24,7 +22,7 @@ from harness.plan.applicable import EnvLimits, environment_limits, not_applicabl
 from harness.plan.registry import Case
 from harness.plan.spec import CellSpec, Selection, expand, parse_shard, select_list
 from harness.record import CellRecord, Verdict, read_results, set_aside_torn_lines
-from harness.run.pool import Outcome, WorkerConfig, WorkerPool, now_iso
+from harness.run.pool import Outcome, WorkerConfig, WorkerPool, new_run_id, now_iso
 from harness.run.progress import Progress
 from harness.run.selection import load_selection
 from harness.run.writer import ResultsWriter, code_hash, resume_key
@@ -122,7 +120,7 @@ def drop_done(run: Run) -> Optional[int]:
 
 def split_applicable(run: Run) -> Optional[int]:
     """Open the results file; record what a strategy or case cannot do; keep the rest to execute."""
-    run.run_id = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:4]
+    run.run_id = new_run_id()
     if not run.args.quiet:
         env = run.env
         print(
