@@ -28,15 +28,17 @@ from harness.host.environments import (  # noqa: E402
     load_environment,
     load_environments,
 )
-from harness.host.provision import Provisioner, link_into_repo  # noqa: E402
+from harness.host.provision import Provisioner, link_into_repo, venv_bin, venv_python  # noqa: E402
 from harness.record import parse_version  # noqa: E402
 
 nox.options.sessions = ["matrix", "report"]
 
 # One worker per core, each pinned to its core and timing with one thread: on a small machine a worker's timing is
-# not disturbed by the other's export, and the export stages (single-threaded Python) run side by side.
-CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
-PARALLEL = ["--jobs", str(CORES), "--threads", "1", "--pin"] if hasattr(os, "sched_getaffinity") else []
+# not disturbed by the other's export, and the export stages (single-threaded Python) run side by side. Pinning is
+# Linux's (os.sched_setaffinity); elsewhere (Windows) the workers are as many but left to the scheduler.
+PINNABLE = hasattr(os, "sched_getaffinity")
+CORES = len(os.sched_getaffinity(0)) if PINNABLE else (os.cpu_count() or 1)
+PARALLEL = ["--jobs", str(CORES), "--threads", "1"] + (["--pin"] if PINNABLE else [])
 nox.options.default_venv_backend = "none"
 
 CPU_ENVS = [e.name for e in load_environments(ROOT / "environments") if e.default]
@@ -87,7 +89,8 @@ def _provision(session: nox.Session, name: str, extra=()) -> tuple:
     except UserError as exc:
         session.error(str(exc))
     link_into_repo(venv, ROOT, name)
-    environ = {"PYTHONPATH": str(ROOT), "HARNESS_ENV": env.name, "PYTHONUNBUFFERED": "1"}
+    # UTF-8 mode: files and pipes read and written as UTF-8 on every platform (Windows would use its ANSI code page)
+    environ = {"PYTHONPATH": str(ROOT), "HARNESS_ENV": env.name, "PYTHONUNBUFFERED": "1", "PYTHONUTF8": "1"}
     if env.runtime:
         environ.update(HARNESS_RUNTIME=env.name, HARNESS_RUNTIME_KIND=env.runtime)
         return venv, environ
@@ -110,7 +113,7 @@ def _run_matrix(session: nox.Session, env: str) -> None:
     session.log(f"export environment {shown} ({_place(env, CPU_ENVS)}); then replays in {', '.join(CPU_RUNTIMES)}")
     venv, environ = _provision(session, env)
     session.run(
-        str(venv / "bin" / "python"),
+        str(venv_python(venv)),
         "-m",
         "harness",
         "run",
@@ -168,9 +171,7 @@ def replay(session: nox.Session, runtime: str) -> None:
     args = ["--runtime", runtime, "--runtime-kind", env.runtime, "--device", env.device]
     args += ["--precision", ",".join(env.precisions)]
     args += ["--artifacts", str(ROOT / "artifacts"), "--results-dir", str(ROOT / "results"), *PARALLEL]
-    session.run(
-        str(venv / "bin" / "python"), "-m", "harness", "replay", *args, *session.posargs, env=environ, external=True
-    )
+    session.run(str(venv_python(venv)), "-m", "harness", "replay", *args, *session.posargs, env=environ, external=True)
     _render(session, f"after the replay in {runtime}")
 
 
@@ -179,9 +180,7 @@ def convert(session: nox.Session) -> None:
     """The stored fp32 graphs of the real models to fp16 and int8, once; arguments after -- go to harness convert."""
     venv, environ = _provision(session, "convert")
     args = ["--artifacts", str(ROOT / "artifacts"), "--results-dir", str(ROOT / "results")]
-    session.run(
-        str(venv / "bin" / "python"), "-m", "harness", "convert", *args, *session.posargs, env=environ, external=True
-    )
+    session.run(str(venv_python(venv)), "-m", "harness", "convert", *args, *session.posargs, env=environ, external=True)
 
 
 def _has_gpu() -> bool:
@@ -208,10 +207,10 @@ def bench_gpu(session: nox.Session, env: str) -> None:
     args = ["-m", "harness", "run", "--env", env, "--device", "cuda", "--dtype", "float32,float16", "--tag", "gpu"]
     python = os.environ.get("BENCH_GPU_PYTHON")
     if python:
-        environ = {"PYTHONPATH": str(ROOT), "HARNESS_ENV": env, "PYTHONUNBUFFERED": "1"}
+        environ = {"PYTHONPATH": str(ROOT), "HARNESS_ENV": env, "PYTHONUNBUFFERED": "1", "PYTHONUTF8": "1"}
     else:
         venv, environ = _provision(session, env)
-        python = str(venv / "bin" / "python")
+        python = str(venv_python(venv))
     session.run(python, *args, "--artifacts", str(ROOT / "artifacts"), *session.posargs, env=environ, external=True)
     _render(session, f"after {env}")
     if not os.environ.get("MATRIX_NO_REPLAY"):
@@ -238,7 +237,13 @@ def _render(session: nox.Session, when: str, args=None, always: bool = False) ->
     page = ROOT / "reports" / "index.html"
     args = args or ["--results", str(ROOT / "results"), "--out", str(page)]
     session.run(
-        str(venv / "bin" / "python"), "-m", "harness", "report", *args, env={"PYTHONPATH": str(ROOT)}, external=True
+        str(venv_python(venv)),
+        "-m",
+        "harness",
+        "report",
+        *args,
+        env={"PYTHONPATH": str(ROOT), "PYTHONUTF8": "1"},
+        external=True,
     )
     if when:
         session.log(f"page rendered {when}: {page.relative_to(ROOT)} ({_results_so_far()})")
@@ -258,16 +263,16 @@ def _results_so_far() -> str:
 def tests(session: nox.Session) -> None:
     """The test suite, in the torch2 environment (real torch, onnxruntime, mmcv); arguments go to pytest."""
     venv, environ = _provision(session, "torch2", extra=TEST_PINS)
-    environ["PATH"] = str(venv / "bin") + os.pathsep + os.environ.get("PATH", "")
+    environ["PATH"] = str(venv_bin(venv)) + os.pathsep + os.environ.get("PATH", "")
     if not Path(os.environ.get("REPORT_CHROMIUM", "/usr/bin/chromium")).exists():
         session.warn("no Chromium: the page's browser test will skip; install it with `apt-get install chromium`")
-    session.run(str(venv / "bin" / "python"), "-m", "pytest", *(session.posargs or ["-q"]), env=environ, external=True)
+    session.run(str(venv_python(venv)), "-m", "pytest", *(session.posargs or ["-q"]), env=environ, external=True)
 
 
 @nox.session(python=False)
 def lint(session: nox.Session) -> None:
     """ruff check and ruff format --check over the project."""
     venv, environ = _provision(session, "torch2", extra=TEST_PINS)
-    ruff = str(venv / "bin" / "ruff")
+    ruff = str(venv_bin(venv) / "ruff")
     session.run(ruff, "check", ".", external=True)
     session.run(ruff, "format", "--check", ".", external=True)

@@ -19,6 +19,10 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from harness.host.provision import venv_python  # noqa: E402
+
 ENVS = ("torch1.8", "torch1.12", "torch2")
 
 
@@ -36,7 +40,7 @@ def main() -> int:
     if not args.source:
         out.mkdir(parents=True, exist_ok=True)
         for env in envs:
-            python = ROOT / ".nox" / env / "bin" / "python"
+            python = venv_python(ROOT / ".nox" / env)
             if not python.exists():
                 print(f"error: {python} is missing; build it with: nox -s \"matrix(env='{env}')\"", file=sys.stderr)
                 return 2

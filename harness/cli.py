@@ -37,6 +37,20 @@ def pinned_cpus(args: argparse.Namespace) -> Tuple[int, ...]:
     return tuple(cores[: max(1, args.jobs)])
 
 
+def memory_limit_mb(text: str) -> int:
+    """--memory-limit-mb: a worker's data-segment rlimit, which POSIX has and Windows does not."""
+    try:
+        import resource  # noqa: F401
+    except ImportError:
+        raise argparse.ArgumentTypeError(
+            "a worker's memory limit is a POSIX rlimit, which this platform lacks; drop --memory-limit-mb"
+        ) from None
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of MiB, got {text!r}") from None
+
+
 def _csv(text: str) -> List[str]:
     return [x.strip() for x in text.split(",") if x.strip()]
 
@@ -72,7 +86,7 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--pin", action="store_true", help="pin each worker to a core of its own (Linux)")
     run.add_argument("--threads", type=int, default=2, help="threads for torch and onnxruntime alike (default 2)")
     run.add_argument("--timeout", type=float, default=300.0, help="seconds a cell may take (default 300)")
-    run.add_argument("--memory-limit-mb", type=int, default=None, help="data-segment limit per worker")
+    run.add_argument("--memory-limit-mb", type=memory_limit_mb, default=None, help="data-segment limit per worker")
     run.add_argument("--no-latency", action="store_true", help="skip the latency stage")
     run.add_argument("--no-memory", action="store_true", help="skip the peak-memory stage")
     run.add_argument("--latency-budget", type=float, default=0.03, help="seconds of timing per target (default 0.03)")
@@ -108,7 +122,7 @@ def add_replay_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pin", action="store_true", help="pin each worker to a core of its own (Linux)")
     p.add_argument("--threads", type=int, default=2, help="the runtime's threads (default 2, as the exporting cells)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds a graph may take (default 120)")
-    p.add_argument("--memory-limit-mb", type=int, default=None, help="data-segment limit per worker")
+    p.add_argument("--memory-limit-mb", type=memory_limit_mb, default=None, help="data-segment limit per worker")
     p.add_argument("--no-latency", action="store_true", help="skip the latency stage")
     p.add_argument("--no-memory", action="store_true", help="skip the peak-memory stage")
     p.add_argument(

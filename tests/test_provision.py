@@ -10,7 +10,7 @@ from conftest import ROOT
 
 from harness.errors import UserError
 from harness.host.environments import Environment, MmcvSpec, load_environment, load_environments
-from harness.host.provision import Provisioner, find_python
+from harness.host.provision import Provisioner, find_python, interpreter_patterns, venv_python
 
 
 def test_the_default_environments_load_with_exact_pins():
@@ -45,6 +45,35 @@ def test_find_python_returns_a_working_interpreter_of_that_version():
     exe = find_python(version)
     out = subprocess.run([exe, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True, text=True)
     assert out.stdout.strip() == str(sys.version_info[:2])
+
+
+def test_find_python_finds_the_ci_tool_cache_newest_patch_first(tmp_path, monkeypatch):
+    """GitHub's setup-python leaves interpreters under $RUNNER_TOOL_CACHE/Python/<full version>/<arch>/, where
+    PATH holds only the last one set up: an environment on another Python must be found there."""
+    version = "{}.{}".format(*sys.version_info[:2])
+    for patch in ("1", "12"):
+        folder = tmp_path / "cache" / "Python" / f"{version}.{patch}" / "x64" / "bin"
+        folder.mkdir(parents=True)
+        (folder / f"python{version}").symlink_to(sys.executable)
+    monkeypatch.setenv("RUNNER_TOOL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "no-pyenv"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no uv, no python on PATH: the tool cache alone
+    newest = tmp_path / "cache" / "Python" / f"{version}.12" / "x64" / "bin" / f"python{version}"
+    assert find_python(version) == str(newest)
+
+
+def test_on_windows_interpreters_are_looked_for_in_pyenv_win_and_the_tool_cache():
+    environ = {"PYENV_ROOT": r"C:\Users\me\.pyenv", "RUNNER_TOOL_CACHE": r"C:\hostedtoolcache\windows"}
+    patterns = [p.replace("/", "\\") for p in interpreter_patterns("3.8", windows=True, environ=environ)]
+    assert patterns == [
+        r"C:\Users\me\.pyenv\pyenv-win\versions\3.8.*\python.exe",
+        r"C:\hostedtoolcache\windows\Python\3.8.*\*\python.exe",
+    ]
+
+
+def test_a_venvs_interpreter_is_where_venv_puts_it(tmp_path):
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "v")], check=True)
+    assert subprocess.run([str(venv_python(tmp_path / "v")), "-c", "pass"]).returncode == 0
 
 
 def test_a_missing_interpreter_names_the_install_command():

@@ -68,3 +68,42 @@ def test_pinned_workers_each_run_on_their_own_core_and_a_replacement_keeps_it(tm
     seen = []
     pool.run([_cell("faulty_segfault"), _cell("faulty_fine")], lambda o: seen.append(pool.workers[0].cpus))
     assert seen == [[core], [core]]  # the worker that replaced the crashed one is pinned to the same core
+
+
+def test_two_workers_one_hung_past_its_limit_the_others_answers_kept_and_its_late_end_ignored(tmp_path):
+    """Two workers whose lines share one inbox: a hang is killed at the limit, its stream's end (read after the
+    kill) must not count against the worker that replaced it, and the other worker's cells go on meanwhile."""
+    fingerprint = collect("poolenv").fingerprint
+    config = WorkerConfig(
+        env_name="poolenv",
+        options=Options(threads=1, latency=False, memory=False),
+        cases_dirs=(FAULTY,),
+        timeout_s=15,
+        log_path=tmp_path / "worker.log",
+    )
+    pool = WorkerPool(
+        config,
+        make_record=lambda c, v, r: c.record(fingerprint, v, reference="native", portability="", tags=(), reason=r),
+        size=2,
+    )
+    outcomes = []
+    cells = [_cell("faulty_hang"), _cell("faulty_fine"), _cell("faulty_fine"), _cell("faulty_fine")]
+    pool.run(cells, outcomes.append)
+    verdicts = sorted((o.cell.case, o.record.verdict.value) for o in outcomes)
+    assert verdicts == [("faulty_fine", "pass")] * 3 + [("faulty_hang", "timeout")]
+    hang = next(o for o in outcomes if o.cell.case == "faulty_hang")
+    assert "15 s" in hang.record.reason and hang.wall_s >= 15
+    assert outcomes[-1].cell.case == "faulty_hang"  # the fine cells did not wait for it
+
+
+def test_a_dead_workers_exit_status_in_words_on_posix_and_windows():
+    from harness.run.pool import describe_exit
+
+    assert describe_exit(-11) == "worker killed by SIGSEGV"
+    assert describe_exit(-9) == "worker killed by SIGKILL"
+    assert describe_exit(1) == "worker exited with code 1"
+    # Windows gives the exception's NTSTATUS as the (unsigned) exit code: 3221225477 for 0xC0000005
+    assert describe_exit(3221225477) == "worker died of an access violation (exit status 0xc0000005)"
+    assert describe_exit(0xC00000FD).startswith("worker died of a stack overflow")
+    assert describe_exit(0xC0000409).startswith("worker died of a fail-fast abort")
+    assert describe_exit(0xC0000135) == "worker died of a Windows exception (exit status 0xc0000135)"

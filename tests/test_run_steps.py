@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -127,3 +128,13 @@ def test_list_cells_through_the_command_line(harness_cli):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count("layernorm[") >= 2 and "opset99" not in proc.stdout
     assert "beyond this environment" in proc.stderr and "opsets above" in proc.stderr
+
+
+def test_a_memory_limit_where_posix_rlimits_are_missing_is_refused_naming_the_fix(monkeypatch, capsys):
+    parser = build_parser()
+    assert parser.parse_args(["run", "--memory-limit-mb", "2048"]).memory_limit_mb == 2048
+    monkeypatch.setitem(sys.modules, "resource", None)  # as on Windows: `import resource` raises ImportError
+    with pytest.raises(SystemExit) as exit_:
+        parser.parse_args(["replay", "--memory-limit-mb", "2048"])
+    assert exit_.value.code == 2
+    assert "lacks; drop --memory-limit-mb" in capsys.readouterr().err

@@ -18,11 +18,13 @@ import pytest
 import tomllib
 from ruamel.yaml import YAML
 
+from harness.host.environments import PLATFORMS
+
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = ROOT / ".github" / "workflows" / "matrix.yml"
 NOXFILE = ROOT / "noxfile.py"
-# The hosted runner for each platform an export environment may declare; none for win_amd64 (POSIX-only worker pool).
-RUNNERS = {"linux_x86_64": "ubuntu-22.04", "linux_aarch64": "ubuntu-24.04-arm"}
+# The hosted runner for each platform an export environment may declare.
+RUNNERS = {"linux_x86_64": "ubuntu-22.04", "linux_aarch64": "ubuntu-24.04-arm", "win_amd64": "windows-2022"}
 # Any attempt to go online fails at once: the schema vendored in check-jsonschema must be all it reads.
 OFFLINE = {k: "http://127.0.0.1:9" for k in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")}
 REPLAY_SESSION = re.compile(r"^replay\(runtime='[^'\s]+'\)$")
@@ -164,15 +166,29 @@ def test_the_plan_lists_the_default_environments_and_cpu_runtimes_of_the_repo(tm
     assert _run_plan(ROOT, tmp_path) == _expected(ROOT)
 
 
-def test_the_plan_gives_each_linux_platform_an_environment_declares_a_row_on_its_runner(tree, tmp_path):
+def test_the_plan_gives_each_platform_an_environment_declares_a_row_on_its_runner(tree, tmp_path):
     rows = {}
     for row in _run_plan(tree, tmp_path)["include"]:
         rows.setdefault(row["env"], []).append((row["platform"], row["runner"]))
     arm, x86 = ("linux_aarch64", "ubuntu-24.04-arm"), ("linux_x86_64", "ubuntu-22.04")
+    win = ("win_amd64", "windows-2022")
     for env in ("torch1.8", "torch1.12", "torch2"):  # the repo's files declare all three platforms
-        assert rows[env] == [x86, arm], env
+        assert rows[env] == [x86, win, arm], env
     assert rows["x86only"] == [x86] and rows["unsaid"] == [x86]
-    assert rows["winarm"] == [arm]  # no Windows row: the worker pool is POSIX-only
+    assert rows["winarm"] == [win, arm]
+    assert set(RUNNERS) == set(PLATFORMS)  # every platform an environment file may declare has its runner
+
+
+def test_the_windows_rows_build_mmcv_with_msvc_and_run_every_step_in_bash():
+    matrix = _load()["jobs"]["matrix"]
+    assert matrix["defaults"]["run"]["shell"] == "bash"  # `nox -s ... -- --quiet` as on Linux
+    (msvc,) = [s for s in matrix["steps"] if s.get("uses", "").startswith("ilammy/msvc-dev-cmd@")]
+    assert msvc["if"] == "runner.os == 'Windows'"
+    steps = [s.get("uses") or s.get("name") for s in matrix["steps"]]
+    assert steps.index(msvc["uses"]) < steps.index(next(n for n in steps if n and n.startswith("nox -s")))
+    (nox_step,) = [s for s in matrix["steps"] if s.get("run", "").startswith("nox -s")]
+    assert nox_step["env"]["DISTUTILS_USE_SDK"] == "${{ runner.os == 'Windows' && '1' || '' }}"
+    assert _load()["env"]["PYTHONUTF8"] == "1"
 
 
 def test_each_platform_row_uploads_under_its_own_names_and_the_later_jobs_download_them_all(tree, tmp_path):

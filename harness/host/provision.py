@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, Mapping, Optional, Sequence
 
 from harness.errors import UserError
 from harness.host.environments import Environment, cache_dir
@@ -22,36 +22,80 @@ from harness.host.environments import Environment, cache_dir
 Log = Callable[[str], None]
 
 
+WINDOWS = sys.platform == "win32"
+
+
+def venv_bin(venv: Path) -> Path:
+    """A virtualenv's scripts folder: bin/, or Scripts\\ on Windows."""
+    return venv / ("Scripts" if WINDOWS else "bin")
+
+
+def venv_python(venv: Path) -> Path:
+    return venv_bin(venv) / ("python.exe" if WINDOWS else "python")
+
+
+def interpreter_patterns(
+    version: str, windows: bool = WINDOWS, environ: Optional[Mapping[str, str]] = None
+) -> List[str]:
+    """Globs where an interpreter for `version` lives, best first: pyenv (pyenv-win), then the tool cache that
+    GitHub's setup-python installs into ($RUNNER_TOOL_CACHE/Python/<version>/<arch>/)."""
+    environ = os.environ if environ is None else environ
+    patterns = []
+    root = environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    if windows:
+        patterns.append(
+            os.path.join(
+                environ.get("PYENV") or os.path.join(root, "pyenv-win"), "versions", version + ".*", "python.exe"
+            )
+        )
+    else:
+        patterns.append(os.path.join(root, "versions", version + ".*", "bin", "python" + version))
+    tool_cache = environ.get("RUNNER_TOOL_CACHE") or environ.get("AGENT_TOOLSDIRECTORY")
+    if tool_cache:
+        inside = ["python.exe"] if windows else ["bin", "python" + version]
+        patterns.append(os.path.join(tool_cache, "Python", version + ".*", "*", *inside))
+    return patterns
+
+
 def find_python(version: str) -> str:
-    """An interpreter for `version` ("3.8"): pyenv's folder, then uv's, then PATH; else a clear error."""
-    root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
-    candidates = sorted(
-        glob.glob(os.path.join(root, "versions", version + ".*", "bin", "python" + version)),
-        key=_patch_level,
-        reverse=True,
-    )
+    """An interpreter for `version` ("3.8"): pyenv's, the CI tool cache's, uv's, the py launcher's, then PATH's."""
+    candidates = [
+        exe
+        for pattern in interpreter_patterns(version)
+        for exe in sorted(glob.glob(pattern), key=lambda path: _patch_level(path, version), reverse=True)
+    ]
     uv = shutil.which("uv")
     if uv:
         found = _run_quiet([uv, "python", "find", "--no-python-downloads", version])
         if found:
             candidates.append(found)
-    on_path = shutil.which("python" + version)
-    if on_path:
-        candidates.append(on_path)
+    if WINDOWS and shutil.which("py"):
+        found = _run_quiet(["py", "-" + version, "-c", "import sys; print(sys.executable)"])
+        if found:
+            candidates.append(found)
+    for name in ("python" + version, "python3", "python"):
+        on_path = shutil.which(name)
+        if on_path:
+            candidates.append(on_path)
     for exe in candidates:
         if _run_quiet([exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"]) == version:
             return exe
+    where = "pyenv, $RUNNER_TOOL_CACHE, uv, " + ("the py launcher, " if WINDOWS else "") + "PATH"
     raise UserError(
-        f"no Python {version} interpreter found (looked in {root}/versions, uv and PATH); "
+        f"no Python {version} interpreter found (looked in {where}); "
         f"install it with `pyenv install {version}` or `uv python install {version}`"
     )
 
 
-def _patch_level(path: str) -> int:
-    try:
-        return int(Path(path).parent.parent.name.split(".")[2])
-    except (IndexError, ValueError):
-        return -1
+def _patch_level(path: str, version: str) -> int:
+    """3.8.18's 18, from the folder named after the full version in an interpreter's path; -1 if none is."""
+    for part in Path(path).parts:
+        if part.startswith(version + "."):
+            try:
+                return int(part[len(version) + 1 :].split(".")[0].split("-")[0])
+            except ValueError:
+                return -1
+    return -1
 
 
 def _run_quiet(cmd: Sequence[str]) -> Optional[str]:
@@ -88,7 +132,7 @@ class Provisioner:
         self.log(f"{self.env.name}: creating {venv} with Python {full} ({exe})")
         start = time.monotonic()
         self._check([exe, "-m", "venv", str(venv)])
-        pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check"]
+        pip = [str(venv_python(venv)), "-m", "pip", "--disable-pip-version-check"]
         index = [a for url in self.env.extra_index_urls for a in ("--extra-index-url", url)]
         # one resolve for every pin: installing mmcv's runtime pins after the extras would move a shared
         # dependency (packaging) under the test tools and print a resolver conflict
@@ -112,7 +156,7 @@ class Provisioner:
 
     def mmcv_key(self, venv: Path) -> str:
         torch_version = self.env.pin("torch") or "unknown"
-        py = _run_quiet([str(venv / "bin" / "python"), "-c", "import sys; print('%d%d' % sys.version_info[:2])"])
+        py = _run_quiet([str(venv_python(venv)), "-c", "import sys; print('%d%d' % sys.version_info[:2])"])
         return f"{self.env.mmcv.package}-{self.env.mmcv.version}_torch-{torch_version}_cp{py}_cpu"
 
     def unavailable_file(self, venv: Path) -> Path:
@@ -139,7 +183,7 @@ class Provisioner:
                 return
         self._check(pip + ["install", "-q", "--no-deps", str(found[0])])
         probe = subprocess.run(
-            [str(venv / "bin" / "python"), "-c", "from mmcv.ops.point_sample import bilinear_grid_sample"],
+            [str(venv_python(venv)), "-c", "from mmcv.ops.point_sample import bilinear_grid_sample"],
             capture_output=True,
             text=True,
         )
@@ -206,7 +250,10 @@ def link_into_repo(venv: Path, repo: Path, name: str) -> None:
             link.unlink()
         else:
             shutil.rmtree(link)
-    link.symlink_to(venv)
+    try:
+        link.symlink_to(venv, target_is_directory=True)
+    except OSError:  # Windows without the symlink privilege: a convenience only, the venv is used where it is
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

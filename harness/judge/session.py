@@ -83,6 +83,7 @@ class OrtSession:
             session = self.ort.InferenceSession(self._blob, sess_options=so, providers=self.providers)
             session.run(None, self.feed(inputs))
             path = session.end_profiling()
+            del session  # Windows deletes no file a live session still holds
             with open(path) as fh:
                 events = json.load(fh)
         per_provider: Dict[str, int] = collections.Counter()

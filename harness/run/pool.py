@@ -1,4 +1,8 @@
-"""The worker pool of a run's parent: a worker that segfaults, aborts or hangs costs its cell, never the run."""
+"""The worker pool of a run's parent: a worker that segfaults, aborts or hangs costs its cell, never the run.
+
+Portable (Linux, macOS, Windows): each worker's answers are read by a thread of their own into one inbox the pool
+waits on, as select() on pipes is POSIX-only; a worker is killed with its process group on POSIX, alone on Windows.
+"""
 
 from __future__ import annotations
 
@@ -6,21 +10,32 @@ import argparse
 import datetime
 import json
 import os
-import select
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Protocol, Sequence, Tuple
 
 from harness.cli import artifacts_dir, pinned_cpus
 from harness.record import CellRecord, RecordError, Verdict
 from harness.worker.options import Options
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+WINDOWS = sys.platform == "win32"
+
+# Windows reports a crash as the exception's NTSTATUS for an exit code; abort() exits with 3.
+_NTSTATUS = {
+    0xC0000005: "an access violation",
+    0xC000001D: "an illegal instruction",
+    0xC0000094: "an integer division by zero",
+    0xC00000FD: "a stack overflow",
+    0xC0000409: "a fail-fast abort (stack buffer overrun or abort())",
+}
 
 
 def now_iso() -> str:
@@ -92,29 +107,46 @@ class WorkerConfig:
         return cmd
 
 
+if TYPE_CHECKING:  # where every worker's lines arrive: (worker, line), then (worker, None) at its end
+    Inbox = queue.Queue[Tuple["Worker", Optional[bytes]]]
+
+
 class Worker:
-    def __init__(self, config: WorkerConfig, cpu: Optional[int] = None) -> None:
+    """One worker process; a thread reads its answers, a line at a time, into the pool's inbox (None at its end)."""
+
+    def __init__(self, config: WorkerConfig, inbox: Inbox, cpu: Optional[int] = None) -> None:
         self.cpu = cpu
         environ = dict(os.environ)
         environ["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT)] + [p for p in [environ.get("PYTHONPATH")] if p])
         environ.setdefault("OMP_NUM_THREADS", str(config.options.threads))
         self._log = open(config.log_path, "ab") if config.log_path else subprocess.DEVNULL
+        # Its own process group: a Ctrl+C at the terminal reaches the parent alone, which decides what stops.
+        group = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if WINDOWS else {"start_new_session": True}
         self.proc = subprocess.Popen(
             config.command(cpu),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log,
             env=environ,
-            start_new_session=True,
+            **group,  # type: ignore[call-overload]
         )
         self.cell: Optional[Job] = None
         self.started = 0.0
         self.ready = False
         self.cpus: Optional[List[int]] = None  # the cores the worker says it may run on
-        self._buffer = b""
+        threading.Thread(target=self._read, args=(inbox,), name=f"worker-{self.proc.pid}", daemon=True).start()
 
-    def fileno(self) -> int:
-        return self.proc.stdout.fileno()
+    def _read(self, inbox: Inbox) -> None:
+        stream = self.proc.stdout
+        try:
+            for line in stream:
+                if line.strip():
+                    inbox.put((self, line))
+        except (OSError, ValueError):  # the stream went away under us: the same as its end
+            pass
+        finally:
+            inbox.put((self, None))
+            stream.close()
 
     def send(self, cell: Job) -> None:
         self.cell = cell
@@ -123,41 +155,44 @@ class Worker:
         self.proc.stdin.write(line.encode())
         self.proc.stdin.flush()
 
-    def read_lines(self) -> Optional[List[Dict[str, Any]]]:
-        """Complete messages now available; None once the worker has closed its end (it died)."""
-        chunk = os.read(self.fileno(), 1 << 20)
-        if not chunk:
-            return None
-        self._buffer += chunk
-        *lines, self._buffer = self._buffer.split(b"\n")
-        return [json.loads(line) for line in lines if line.strip()]
-
     def kill(self) -> None:
         if self.proc.poll() is None:
             try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
+                if WINDOWS:
+                    self.proc.kill()  # TerminateProcess
+                else:
+                    os.killpg(self.proc.pid, signal.SIGKILL)  # with anything it started
+            except (ProcessLookupError, PermissionError):  # it is gone already
                 pass
         self.proc.wait()
         self.close()
 
     def close(self) -> None:
-        for stream in (self.proc.stdin, self.proc.stdout):
-            try:
-                stream.close()
-            except (OSError, BrokenPipeError):
-                pass
+        """Its stdin and log; its stdout belongs to the reading thread, which closes it at the end."""
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
         if self._log is not subprocess.DEVNULL:
             self._log.close()
 
     def death(self) -> str:
-        code = self.proc.wait()
-        if code < 0:
-            try:
-                return f"worker killed by {signal.Signals(-code).name}"
-            except ValueError:
-                return f"worker killed by signal {-code}"
-        return f"worker exited with code {code}"
+        return describe_exit(self.proc.wait())
+
+
+def describe_exit(code: int) -> str:
+    """A dead worker's exit status in words: the signal on POSIX, the exception's NTSTATUS on Windows."""
+    if code < 0:
+        try:
+            return f"worker killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"worker killed by signal {-code}"
+    status = code & 0xFFFFFFFF
+    if status in _NTSTATUS:
+        return f"worker died of {_NTSTATUS[status]} (exit status {status:#010x})"
+    if status >= 0xC0000000:
+        return f"worker died of a Windows exception (exit status {status:#010x})"
+    return f"worker exited with code {code}"
 
 
 @dataclass(frozen=True)
@@ -181,6 +216,7 @@ class WorkerPool:
     make_record: MakeRecord
     size: int = 1
     workers: List[Worker] = field(default_factory=list)
+    inbox: Inbox = field(default_factory=queue.Queue)
 
     def run(
         self,
@@ -190,7 +226,7 @@ class WorkerPool:
     ) -> None:
         queue = list(cells)
         queue.reverse()
-        self.workers = [Worker(self.config, self._cpu(i)) for i in range(min(self.size, len(queue)))]
+        self.workers = [Worker(self.config, self.inbox, self._cpu(i)) for i in range(min(self.size, len(queue)))]
         try:
             while queue or any(w.cell for w in self.workers):
                 for w in list(self.workers):
@@ -203,7 +239,7 @@ class WorkerPool:
                             w.cell = None
                             queue.append(cell)
                             w.kill()
-                            self.workers[self.workers.index(w)] = Worker(self.config, w.cpu)
+                            self.workers[self.workers.index(w)] = Worker(self.config, self.inbox, w.cpu)
                 self._wait(on_outcome)
         finally:
             for w in self.workers:
@@ -217,18 +253,18 @@ class WorkerPool:
         now = time.monotonic()
         busy = [w for w in self.workers if w.cell]
         timeout = min([w.started + self.config.timeout_s - now for w in busy] + [1.0])
-        readable, _, _ = select.select(self.workers, [], [], max(0.0, timeout))
-        for w in readable:
-            messages = w.read_lines()
-            if messages is None:
+        for w, line in self._received_lines(max(0.0, timeout)):
+            if not any(w is current for current in self.workers):  # from a worker already killed and replaced
+                continue
+            if line is None:
                 self._replace(w, on_outcome, Verdict.CRASHED, w.death())
                 continue
-            for msg in messages:
-                if msg.get("ready"):
-                    w.ready, w.cpus = True, msg.get("cpus")
-                elif w.cell is not None and msg.get("cell_id") == w.cell.cell_id:
-                    on_outcome(self._outcome(w, self._received(w.cell, msg.get("record"))))
-                    w.cell = None
+            msg = json.loads(line)
+            if msg.get("ready"):
+                w.ready, w.cpus = True, msg.get("cpus")
+            elif w.cell is not None and msg.get("cell_id") == w.cell.cell_id:
+                on_outcome(self._outcome(w, self._received(w.cell, msg.get("record"))))
+                w.cell = None
         now = time.monotonic()
         for w in list(self.workers):
             if w.cell and now - w.started > self.config.timeout_s:
@@ -236,6 +272,18 @@ class WorkerPool:
                 self._replace(
                     w, on_outcome, Verdict.TIMEOUT, f"the cell ran past the {self.config.timeout_s:g} s limit"
                 )
+
+    def _received_lines(self, timeout: float) -> List[Tuple[Worker, Optional[bytes]]]:
+        """What the workers said: the first line within `timeout` seconds, and every line already behind it."""
+        try:
+            lines = [self.inbox.get(timeout=timeout)]
+        except queue.Empty:
+            return []
+        while True:
+            try:
+                lines.append(self.inbox.get_nowait())
+            except queue.Empty:
+                return lines
 
     def _received(self, cell: Job, data: Any) -> CellRecord:
         """The worker's record; one that does not read back is our bug, recorded as such for its cell."""
@@ -256,4 +304,4 @@ class WorkerPool:
         if w.cell is not None:
             on_outcome(self._outcome(w, self.make_record(w.cell, verdict, reason)))
         w.kill()
-        self.workers[self.workers.index(w)] = Worker(self.config, w.cpu)
+        self.workers[self.workers.index(w)] = Worker(self.config, self.inbox, w.cpu)

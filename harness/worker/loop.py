@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import signal
 import sys
 from typing import IO, Any, Callable, Dict, List, Optional
@@ -23,7 +22,9 @@ def _protocol_stream() -> IO[str]:
 
 
 def _limit_memory(limit_mb: Optional[int]) -> None:
-    if limit_mb:
+    if limit_mb:  # POSIX only: the parent refuses --memory-limit-mb elsewhere (harness.cli.memory_limit_mb)
+        import resource
+
         limit = limit_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
 
