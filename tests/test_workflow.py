@@ -89,6 +89,7 @@ def _expected(root: Path) -> dict:
             {"runtime": d["name"], "python": str(d["python"])} for d in runtimes if d.get("device", "cpu") != "cuda"
         ],
         "gpu_runtimes": [d["name"] for d in runtimes if d.get("device") == "cuda"],
+        "convert_python": str(tomllib.loads((root / "environments" / "tools" / "convert.toml").read_text())["python"]),
     }
 
 
@@ -208,6 +209,28 @@ def test_each_platform_row_uploads_under_its_own_names_and_the_later_jobs_downlo
     assert all(fnmatch.fnmatch(n, results["pattern"]) == n.startswith("results-") for n in names)
 
 
+def test_the_conversions_of_every_platforms_graphs_reach_every_replay_and_the_report(tree, tmp_path):
+    jobs, plan = _load()["jobs"], _run_plan(tree, tmp_path)
+    convert = jobs["convert"]
+    assert set(convert["needs"]) == {"plan", "matrix"} and "!cancelled()" in convert["if"]
+    assert "convert" in jobs["replay"]["needs"] and "convert" in jobs["report"]["needs"]
+    assert "nox -s convert" in _steps(convert, r"^nox ")
+    setup = next(s["with"] for s in convert["steps"] if s.get("uses", "").startswith("actions/setup-python"))
+    assert setup["python-version"].splitlines() == ["${{ needs.plan.outputs.convert_python }}", "3.11"]
+    assert plan["convert_python"] == "3.11"  # environments/tools/convert.toml's
+    (graphs,) = [s["with"] for s in convert["steps"] if s.get("uses", "").startswith("actions/download")]
+    (replayed,) = [s["with"] for s in jobs["replay"]["steps"] if s.get("uses", "").startswith("actions/download")]
+    assert graphs["pattern"] == replayed["pattern"] == "artifacts-*" and graphs["merge-multiple"] is True
+    uploads = {s["with"]["name"]: s["with"]["path"] for s in convert["steps"] if "upload-artifact" in s.get("uses", "")}
+    assert fnmatch.fnmatch("artifacts-converted", replayed["pattern"]) and "artifacts-converted" in uploads
+    assert fnmatch.fnmatch("results-convert", "results-*") and uploads["results-convert"] == "results/*.jsonl"
+    # the precision folders the store keeps conversions in (artifacts/<env>/<cell>/<precision>/), fp32 left out
+    from harness.host.environments import PRECISIONS
+
+    kept = uploads["artifacts-converted"].split()
+    assert kept == [f"artifacts/*/*/{p}/" for p in PRECISIONS if p != "fp32"]
+
+
 @pytest.mark.parametrize(
     ("system", "machine", "expected"),
     [
@@ -250,8 +273,8 @@ def test_every_needs_names_a_job_and_every_output_read_is_declared():
         for job_name, output in re.findall(r"needs\.([\w-]+)\.outputs\.([\w-]+)", json.dumps(job)):
             assert job_name in needs, f"{name} reads {job_name}'s outputs without needing it"
             assert output in jobs[job_name].get("outputs", {}), f"{name} reads {job_name}.outputs.{output}"
-    assert set(jobs["replay"]["needs"]) == {"plan", "matrix"}
-    assert {"matrix", "replay", "bench-gpu"} <= set(jobs["report"]["needs"])
+    assert set(jobs["replay"]["needs"]) == {"plan", "matrix", "convert"}
+    assert {"matrix", "convert", "replay", "bench-gpu"} <= set(jobs["report"]["needs"])
 
 
 def test_the_replay_rows_name_replay_sessions(tree, tmp_path):
