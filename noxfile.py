@@ -9,6 +9,7 @@ once per set of pins in the cache folder ($ONNX_COMPAT_CACHE, default ~/.cache/o
 
 from __future__ import annotations
 
+import hashlib
 import os
 import platform
 import shutil
@@ -227,14 +228,21 @@ def report(session: nox.Session) -> None:
 
 
 def _render(session: nox.Session, when: str, args=None, always: bool = False) -> None:
-    """The page from every results file so far (each session renders it, so a long run shows a partial page)."""
+    """The page from every results file so far (each session renders it, so a long run shows a partial page).
+
+    A session that changed no results file (a resumed run with nothing left to measure) keeps the page as it is.
+    """
     if os.environ.get("MATRIX_NO_REPORT") and not always:  # CI jobs per environment merge their results later
+        return
+    page = ROOT / "reports" / "index.html"
+    inputs = "" if args else _page_inputs()
+    if inputs and not always and page.exists() and _read(RENDERED_FROM) == inputs:
+        session.log(f"page unchanged {when}: no results file changed since it was rendered ({_results_so_far()})")
         return
     try:
         venv = Provisioner(REPORT_ENV, log=session.log).venv()
     except UserError as exc:
         session.error(str(exc))
-    page = ROOT / "reports" / "index.html"
     args = args or ["--results", str(ROOT / "results"), "--out", str(page)]
     session.run(
         str(venv_python(venv)),
@@ -245,8 +253,30 @@ def _render(session: nox.Session, when: str, args=None, always: bool = False) ->
         env={"PYTHONPATH": str(ROOT), "PYTHONUTF8": "1"},
         external=True,
     )
+    if inputs:
+        RENDERED_FROM.write_text(inputs)
     if when:
         session.log(f"page rendered {when}: {page.relative_to(ROOT)} ({_results_so_far()})")
+
+
+# What reports/index.html was last rendered from: its results files (name, size, time) and the reporter's code.
+RENDERED_FROM = ROOT / "reports" / ".rendered-from"
+
+
+def _page_inputs() -> str:
+    digest = hashlib.sha256()
+    for path in sorted((ROOT / "results").rglob("*.jsonl")):
+        stat = path.stat()
+        digest.update(f"{path.relative_to(ROOT)} {stat.st_size} {stat.st_mtime_ns}\n".encode())
+    for folder in ("harness/report", "harness/record", "harness/judge"):
+        for path in sorted((ROOT / folder).rglob("*")):
+            if path.is_file() and path.suffix in (".py", ".j2", ".html", ".css", ".js"):
+                digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _read(path: Path) -> str:
+    return path.read_text() if path.exists() else ""
 
 
 def _results_so_far() -> str:

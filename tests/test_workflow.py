@@ -122,12 +122,12 @@ def _gpu_sessions(tmp_path: Path, names: list) -> list:
     return argv[3:-2]
 
 
-def _noxfile_functions(*names: str) -> dict:
+def _noxfile_functions(*names: str, **globals_: object) -> dict:
     """These top-level functions of noxfile.py, as written there, without importing it (and nox, and harness)."""
     tree = ast.parse(NOXFILE.read_text(encoding="utf-8"))
     nodes = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in names]
     assert sorted(n.name for n in nodes) == sorted(names)
-    namespace = {"platform": platform, "sys": sys}
+    namespace = {"platform": platform, "sys": sys, **globals_}
     exec(compile(ast.Module(body=nodes, type_ignores=[]), str(NOXFILE), "exec"), namespace)
     return {name: namespace[name] for name in names}
 
@@ -285,6 +285,37 @@ def test_the_replay_rows_name_replay_sessions(tree, tmp_path):
         assert REPLAY_SESSION.match(session) and row["runtime"] in session
     gpu = _gpu_sessions(tmp_path, plan["gpu_runtimes"] + ["ort-gpu2"])
     assert gpu == ["replay(runtime='ort-gpu')", "replay(runtime='ort-gpu2')"]
+
+
+def test_a_session_that_changed_no_results_file_keeps_the_page_as_it_is(tmp_path):
+    """The page is rendered again when a results file or the reporter's code changed, and only then: a resumed
+    `nox -s matrix` with nothing left to measure skips its thirteen renders."""
+    import hashlib
+    import time
+
+    root = tmp_path / "repo"
+    shutil.copytree(
+        ROOT / "harness" / "report", root / "harness" / "report", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    (root / "results" / "ci-row").mkdir(parents=True)
+    results = root / "results" / "torch2.jsonl"
+    results.write_text('{"a": 1}\n', encoding="utf-8")
+    inputs = _noxfile_functions("_page_inputs", ROOT=root, hashlib=hashlib)["_page_inputs"]
+    first = inputs()
+    assert inputs() == first
+    (root / "results" / "ci-row" / "replay-ort1.8.jsonl").write_text("{}\n", encoding="utf-8")  # a merged CI folder
+    second = inputs()
+    assert second != first
+    time.sleep(0.01)
+    with results.open("a", encoding="utf-8") as fh:  # one more record
+        fh.write('{"b": 2}\n')
+    third = inputs()
+    assert third != second
+    (root / "harness" / "report" / "templates" / "_macros.html.j2").write_text("{# changed #}", encoding="utf-8")
+    fourth = inputs()
+    assert fourth != third
+    (root / "results" / "notes.txt").write_text("not a results file", encoding="utf-8")
+    assert inputs() == fourth
 
 
 def test_every_session_the_workflow_runs_exists_in_the_noxfile(tmp_path):
