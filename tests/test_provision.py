@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import platform
 import subprocess
 import sys
 
@@ -51,29 +53,46 @@ def test_find_python_finds_the_ci_tool_cache_newest_patch_first(tmp_path, monkey
     """GitHub's setup-python leaves interpreters under $RUNNER_TOOL_CACHE/Python/<full version>/<arch>/, where
     PATH holds only the last one set up: an environment on another Python must be found there."""
     version = "{}.{}".format(*sys.version_info[:2])
-    for patch in ("1", "12"):
-        folder = tmp_path / "cache" / "Python" / f"{version}.{patch}" / "x64" / "bin"
+    arch = {"x86_64": "x64", "aarch64": "arm64"}[platform.machine()]
+    for patch, folder_arch in (("1", arch), ("12", arch), ("13", "x86")):  # 13: another architecture's, left alone
+        folder = tmp_path / "cache" / "Python" / f"{version}.{patch}" / folder_arch / "bin"
         folder.mkdir(parents=True)
         (folder / f"python{version}").symlink_to(sys.executable)
     monkeypatch.setenv("RUNNER_TOOL_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "no-pyenv"))
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no uv, no python on PATH: the tool cache alone
-    newest = tmp_path / "cache" / "Python" / f"{version}.12" / "x64" / "bin" / f"python{version}"
+    newest = tmp_path / "cache" / "Python" / f"{version}.12" / arch / "bin" / f"python{version}"
     assert find_python(version) == str(newest)
 
 
 def test_on_windows_interpreters_are_looked_for_in_pyenv_win_and_the_tool_cache():
     environ = {"PYENV_ROOT": r"C:\Users\me\.pyenv", "RUNNER_TOOL_CACHE": r"C:\hostedtoolcache\windows"}
-    patterns = [p.replace("/", "\\") for p in interpreter_patterns("3.8", windows=True, environ=environ)]
+    found = interpreter_patterns("3.8", windows=True, environ=environ, machine="AMD64")
+    patterns = [p.replace("/", "\\") for p in found]
     assert patterns == [
         r"C:\Users\me\.pyenv\pyenv-win\versions\3.8.*\python.exe",
-        r"C:\hostedtoolcache\windows\Python\3.8.*\*\python.exe",
+        r"C:\hostedtoolcache\windows\Python\3.8.*\x64\python.exe",  # not the x86 builds beside them
     ]
 
 
 def test_a_venvs_interpreter_is_where_venv_puts_it(tmp_path):
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "v")], check=True)
     assert subprocess.run([str(venv_python(tmp_path / "v")), "-c", "pass"]).returncode == 0
+
+
+def test_a_windows_mmcv_build_links_with_msvc_and_compiles_torch_2_13_headers_as_cpp20(tmp_path):
+    from harness.host.provision import msvc_build_environment
+
+    msvc, git = tmp_path / "msvc", tmp_path / "git-usr-bin"
+    for folder, tool in ((msvc, "cl"), (git, "link")):
+        folder.mkdir()
+        (folder / tool).write_text("")
+        (folder / tool).chmod(0o755)
+    path = os.pathsep.join([str(git), str(msvc)])  # Git Bash: GNU's link before MSVC's
+    env = msvc_build_environment({"PATH": path}, "2.13.0")
+    assert env["PATH"].split(os.pathsep)[:2] == [str(msvc), str(git)] and env["_CL_"] == "/std:c++20"
+    assert msvc_build_environment({"PATH": path, "_CL_": "/W3"}, "2.13.0")["_CL_"] == "/W3 /std:c++20"
+    assert msvc_build_environment({"PATH": str(git)}, "1.8.1") == {}  # no cl, torch 1.8: nothing to change
 
 
 def test_a_missing_interpreter_names_the_install_command():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from conftest import RESOURCES
 
 from harness.plan.registry import get_case, load_cases
@@ -107,3 +108,53 @@ def test_a_dead_workers_exit_status_in_words_on_posix_and_windows():
     assert describe_exit(0xC00000FD).startswith("worker died of a stack overflow")
     assert describe_exit(0xC0000409).startswith("worker died of a fail-fast abort")
     assert describe_exit(0xC0000135) == "worker died of a Windows exception (exit status 0xc0000135)"
+
+
+FAKE_WORKER = """
+import json, os, sys
+
+mode = sys.argv[sys.argv.index("--mode") + 1]
+sys.stdout.write(json.dumps({"ready": True, "cpus": None}) + "\\n")
+sys.stdout.flush()
+for line in sys.stdin:
+    job = json.loads(line)
+    if mode == "partial":  # dies in the middle of its answer, saying why on stderr
+        sys.stdout.write('{"cell_id": "' + job["cell_id"][:4])
+        sys.stdout.flush()
+        sys.stderr.write("dying mid-answer for " + job["cell_id"] + "\\n")
+        sys.stderr.flush()
+        os._exit(3)
+    sys.stdout.write("this is no answer\\n")  # mode "garbage": a line that is not JSON
+    sys.stdout.flush()
+"""
+
+
+@pytest.mark.parametrize(
+    ("mode", "verdict", "reason"),
+    [
+        ("partial", Verdict.CRASHED, "worker exited with code 3"),
+        ("garbage", Verdict.HARNESS_ERROR, "the worker's answer does not read as JSON: b'this is no answer"),
+    ],
+)
+def test_a_worker_that_dies_mid_answer_or_answers_garbage_costs_its_cell_and_the_run_goes_on(
+    tmp_path, monkeypatch, mode, verdict, reason
+):
+    (tmp_path / "fake_worker.py").write_text(FAKE_WORKER, encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # the pool puts the repository first and keeps this
+    fingerprint = collect("poolenv").fingerprint
+    config = WorkerConfig(
+        env_name="poolenv", module="fake_worker", extra=("--mode", mode), timeout_s=60, log_path=tmp_path / "w.log"
+    )
+    pool = WorkerPool(
+        config,
+        make_record=lambda c, v, r: c.record(fingerprint, v, reference="native", portability="", tags=(), reason=r),
+        size=2,
+    )
+    outcomes = []
+    cells = [_cell("faulty_fine"), _cell("faulty_segfault"), _cell("faulty_hang")]
+    pool.run(cells, outcomes.append)
+    assert sorted(o.cell.case for o in outcomes) == sorted(c.case for c in cells)
+    assert all(o.record.verdict is verdict and o.record.reason.startswith(reason) for o in outcomes), outcomes
+    if mode == "partial":  # every worker's stderr, whole lines, in the one log
+        logged = (tmp_path / "w.log").read_text().splitlines()
+        assert sorted(logged) == sorted(f"dying mid-answer for {c.cell_id}" for c in cells)

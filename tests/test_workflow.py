@@ -202,6 +202,11 @@ def test_each_platform_row_uploads_under_its_own_names_and_the_later_jobs_downlo
     assert "results-torch2-linux_aarch64" in names and "artifacts-torch2-linux_aarch64" in names
     (cache,) = [s for s in matrix["steps"] if s.get("uses", "").startswith("actions/cache")]
     assert "${{ runner.arch }}" in cache["with"]["key"]  # an aarch64 mmcv wheel is no use on x86_64
+    # the built wheels alone: a failed build's marker (wheels/<key>.failed) is not carried to the next run
+    assert cache["with"]["path"] == "~/.cache/onnx-compat-matrix/wheels/*/*.whl"
+    assert not fnmatch.fnmatch(
+        "~/.cache/onnx-compat-matrix/wheels/mmcv-full-1.7.2_cp38_cpu.failed", cache["with"]["path"]
+    )
     assert jobs["replay"]["runs-on"] == "ubuntu-22.04"  # graphs exported on every platform are judged on x86_64
     (graphs,) = [s["with"] for s in jobs["replay"]["steps"] if s.get("uses", "").startswith("actions/download")]
     (results,) = [s["with"] for s in jobs["report"]["steps"] if s.get("uses", "").startswith("actions/download")]

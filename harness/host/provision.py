@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import glob
 import os
+import platform
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, List, Mapping, Optional, Sequence
+from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
 from harness.errors import UserError
 from harness.host.environments import Environment, cache_dir
+from harness.record import parse_version
 
 Log = Callable[[str], None]
 
@@ -35,11 +37,12 @@ def venv_python(venv: Path) -> Path:
 
 
 def interpreter_patterns(
-    version: str, windows: bool = WINDOWS, environ: Optional[Mapping[str, str]] = None
+    version: str, windows: bool = WINDOWS, environ: Optional[Mapping[str, str]] = None, machine: str = ""
 ) -> List[str]:
     """Globs where an interpreter for `version` lives, best first: pyenv (pyenv-win), then the tool cache that
     GitHub's setup-python installs into ($RUNNER_TOOL_CACHE/Python/<version>/<arch>/)."""
     environ = os.environ if environ is None else environ
+    machine = machine or platform.machine()
     patterns = []
     root = environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
     if windows:
@@ -51,10 +54,16 @@ def interpreter_patterns(
     else:
         patterns.append(os.path.join(root, "versions", version + ".*", "bin", "python" + version))
     tool_cache = environ.get("RUNNER_TOOL_CACHE") or environ.get("AGENT_TOOLSDIRECTORY")
-    if tool_cache:
+    if tool_cache:  # this machine's architecture only: windows-2022 keeps x86 builds beside the x64 ones
         inside = ["python.exe"] if windows else ["bin", "python" + version]
-        patterns.append(os.path.join(tool_cache, "Python", version + ".*", "*", *inside))
+        patterns.append(os.path.join(tool_cache, "Python", version + ".*", _tool_cache_arch(machine), *inside))
     return patterns
+
+
+def _tool_cache_arch(machine: str) -> str:
+    """setup-python's folder name for an architecture: x64, arm64."""
+    machine = machine.lower()
+    return {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64"}.get(machine, machine)
 
 
 def find_python(version: str) -> str:
@@ -77,14 +86,17 @@ def find_python(version: str) -> str:
         on_path = shutil.which(name)
         if on_path:
             candidates.append(on_path)
-    for exe in candidates:
-        if _run_quiet([exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"]) == version:
+    for exe in candidates:  # of that version, and 64-bit: no torch wheel is built for a 32-bit interpreter
+        if _run_quiet([exe, "-c", _PROBE]) == f"{version} 64":
             return exe
     where = "pyenv, $RUNNER_TOOL_CACHE, uv, " + ("the py launcher, " if WINDOWS else "") + "PATH"
     raise UserError(
         f"no Python {version} interpreter found (looked in {where}); "
         f"install it with `pyenv install {version}` or `uv python install {version}`"
     )
+
+
+_PROBE = "import struct, sys; print('%d.%d' % sys.version_info[:2], struct.calcsize('P') * 8)"
 
 
 def _patch_level(path: str, version: str) -> int:
@@ -208,6 +220,8 @@ class Provisioner:
         if mmcv.build:
             self._check(pip + ["install", "-q", "--no-deps"] + list(mmcv.build))
         environ = dict(os.environ, MMCV_WITH_OPS="1", FORCE_CUDA="0", MAX_JOBS=str(os.cpu_count() or 2))
+        if WINDOWS:
+            environ.update(msvc_build_environment(environ, self.env.pin("torch")))
         with tempfile.TemporaryDirectory() as tmp, open(log_path, "w") as log:
             result = subprocess.run(
                 pip + ["wheel", "--no-cache-dir", "--no-deps", "--no-build-isolation", mmcv.spec, "-w", tmp],
@@ -239,12 +253,29 @@ class Provisioner:
         return path.read_text().strip() if path.exists() else None
 
 
+def msvc_build_environment(environ: Mapping[str, str], torch_version: Optional[str]) -> Dict[str, str]:
+    """What a C++ extension build with MSVC needs on top of an activated Developer environment (Windows).
+
+    - MSVC's own folder first on PATH: under Git Bash, GNU coreutils' `link` comes earlier and distutils, told to
+      use the environment as it is (DISTUTILS_USE_SDK), would link with it.
+    - torch 2.13's headers need C++20, while mmcv asks MSVC for C++17: `_CL_` options come after the command line's,
+      so /std:c++20 wins.
+    """
+    changes: Dict[str, str] = {}
+    cl = shutil.which("cl", path=environ.get("PATH"))
+    if cl:
+        changes["PATH"] = os.pathsep.join([os.path.dirname(cl), environ.get("PATH", "")])
+    if torch_version and parse_version(torch_version) >= (2, 13):
+        changes["_CL_"] = " ".join(filter(None, [environ.get("_CL_"), "/std:c++20"]))
+    return changes
+
+
 def link_into_repo(venv: Path, repo: Path, name: str) -> None:
     """A `.nox/<name>` link to the cached venv, where tools (and people) look for session venvs."""
     link = repo / ".nox" / name
     link.parent.mkdir(exist_ok=True)
     if link.is_symlink() or link.exists():
-        if link.is_symlink() and os.readlink(link) == str(venv):
+        if link.is_symlink() and link.resolve() == venv.resolve():
             return
         if link.is_symlink():
             link.unlink()

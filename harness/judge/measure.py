@@ -125,7 +125,7 @@ def peak_rss_of(fn: Callable[[], Any]) -> Peak:
     """
     _trim_heap()
     if not _reset_hwm():
-        return Peak(None, "unavailable: no resettable high-water mark here (needs a writable /proc/self/clear_refs, Linux)")
+        return Peak(None, "unavailable: no resettable high-water mark (Linux's /proc/self/clear_refs) here")
     before = _status_kib("VmRSS")
     fn()
     hwm = _status_kib("VmHWM")

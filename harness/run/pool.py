@@ -19,7 +19,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Protocol, Sequence, Tuple
+from typing import IO, TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Protocol, Sequence, Tuple
 
 from harness.cli import artifacts_dir, pinned_cpus
 from harness.record import CellRecord, RecordError, Verdict
@@ -28,7 +28,7 @@ from harness.worker.options import Options
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WINDOWS = sys.platform == "win32"
 
-# Windows reports a crash as the exception's NTSTATUS for an exit code; abort() exits with 3.
+# Windows reports a crash as the exception's NTSTATUS for an exit code (abort() in a release build: 0xC0000409).
 _NTSTATUS = {
     0xC0000005: "an access violation",
     0xC000001D: "an illegal instruction",
@@ -111,22 +111,56 @@ if TYPE_CHECKING:  # where every worker's lines arrive: (worker, line), then (wo
     Inbox = queue.Queue[Tuple["Worker", Optional[bytes]]]
 
 
-class Worker:
-    """One worker process; a thread reads its answers, a line at a time, into the pool's inbox (None at its end)."""
+class WorkerLog:
+    """The workers' stderr, copied a line at a time into one file by the parent.
 
-    def __init__(self, config: WorkerConfig, inbox: Inbox, cpu: Optional[int] = None) -> None:
+    Whole lines from every worker, on every platform: a child appending to an inherited file handle would overwrite
+    another's lines on Windows, where appending is emulated by seeking to the end before each write.
+    """
+
+    def __init__(self, path: Optional[Path]) -> None:
+        self.path = path
+        self._file = open(path, "ab") if path else None
+        self._lock = threading.Lock()
+
+    def copy(self, stream: IO[bytes]) -> None:
+        """A worker's stderr until it closes (the worker's end); run on a thread of its own."""
+        try:
+            for line in stream:
+                self.write(line)
+        except (OSError, ValueError):  # the stream went away under us: the same as its end
+            pass
+        finally:
+            stream.close()
+
+    def write(self, data: bytes) -> None:
+        with self._lock:
+            if self._file is not None and not self._file.closed:
+                self._file.write(data)
+                self._file.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+
+
+class Worker:
+    """One worker process; a thread reads its answers, a line at a time, into the pool's inbox (None at its end),
+    another copies its stderr into the pool's log."""
+
+    def __init__(self, config: WorkerConfig, inbox: Inbox, log: WorkerLog, cpu: Optional[int] = None) -> None:
         self.cpu = cpu
         environ = dict(os.environ)
         environ["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT)] + [p for p in [environ.get("PYTHONPATH")] if p])
         environ.setdefault("OMP_NUM_THREADS", str(config.options.threads))
-        self._log = open(config.log_path, "ab") if config.log_path else subprocess.DEVNULL
         # Its own process group: a Ctrl+C at the terminal reaches the parent alone, which decides what stops.
         group = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if WINDOWS else {"start_new_session": True}
         self.proc = subprocess.Popen(
             config.command(cpu),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=self._log,
+            stderr=subprocess.PIPE if log.path else subprocess.DEVNULL,
             env=environ,
             **group,  # type: ignore[call-overload]
         )
@@ -134,13 +168,18 @@ class Worker:
         self.started = 0.0
         self.ready = False
         self.cpus: Optional[List[int]] = None  # the cores the worker says it may run on
-        threading.Thread(target=self._read, args=(inbox,), name=f"worker-{self.proc.pid}", daemon=True).start()
+        name = f"worker-{self.proc.pid}"
+        threading.Thread(target=self._read, args=(inbox,), name=name, daemon=True).start()
+        self._copying = None
+        if log.path:
+            self._copying = threading.Thread(target=log.copy, args=(self.proc.stderr,), name=name + "-log", daemon=True)
+            self._copying.start()
 
     def _read(self, inbox: Inbox) -> None:
         stream = self.proc.stdout
         try:
             for line in stream:
-                if line.strip():
+                if line.endswith(b"\n") and line.strip():  # a worker that died mid-line left no answer
                     inbox.put((self, line))
         except (OSError, ValueError):  # the stream went away under us: the same as its end
             pass
@@ -165,19 +204,23 @@ class Worker:
             except (ProcessLookupError, PermissionError):  # it is gone already
                 pass
         self.proc.wait()
-        self.close()
-
-    def close(self) -> None:
-        """Its stdin and log; its stdout belongs to the reading thread, which closes it at the end."""
         try:
-            self.proc.stdin.close()
+            self.proc.stdin.close()  # stdout and stderr belong to the threads reading them, which close them
         except OSError:
             pass
-        if self._log is not subprocess.DEVNULL:
-            self._log.close()
+        if self._copying is not None:  # what it wrote before it died is in the log before anyone points there
+            self._copying.join(timeout=5)
 
     def death(self) -> str:
         return describe_exit(self.proc.wait())
+
+
+def _message(line: bytes) -> Optional[Dict[str, Any]]:
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return None
+    return msg if isinstance(msg, dict) else None
 
 
 def describe_exit(code: int) -> str:
@@ -217,6 +260,7 @@ class WorkerPool:
     size: int = 1
     workers: List[Worker] = field(default_factory=list)
     inbox: Inbox = field(default_factory=queue.Queue)
+    log: Optional[WorkerLog] = None
 
     def run(
         self,
@@ -224,26 +268,32 @@ class WorkerPool:
         on_outcome: Callable[[Outcome], None],
         on_start: Callable[[Job], None] = lambda c: None,
     ) -> None:
-        queue = list(cells)
-        queue.reverse()
-        self.workers = [Worker(self.config, self.inbox, self._cpu(i)) for i in range(min(self.size, len(queue)))]
+        waiting = list(cells)
+        waiting.reverse()
+        self.log = WorkerLog(self.config.log_path)
         try:
-            while queue or any(w.cell for w in self.workers):
+            self.workers = [self._start(self._cpu(i)) for i in range(min(self.size, len(waiting)))]
+            while waiting or any(w.cell for w in self.workers):
                 for w in list(self.workers):
-                    if w.ready and w.cell is None and queue:
-                        cell = queue.pop()
+                    if w.ready and w.cell is None and waiting:
+                        cell = waiting.pop()
                         on_start(cell)
                         try:
                             w.send(cell)
                         except (BrokenPipeError, OSError):  # it died after its last answer: retry elsewhere
                             w.cell = None
-                            queue.append(cell)
+                            waiting.append(cell)
                             w.kill()
-                            self.workers[self.workers.index(w)] = Worker(self.config, self.inbox, w.cpu)
+                            self.workers[self.workers.index(w)] = self._start(w.cpu)
                 self._wait(on_outcome)
         finally:
             for w in self.workers:
                 w.kill()
+            self.log.close()
+
+    def _start(self, cpu: Optional[int]) -> Worker:
+        assert self.log is not None, "workers start inside run()"
+        return Worker(self.config, self.inbox, self.log, cpu)
 
     def _cpu(self, index: int) -> Optional[int]:
         cpus = self.config.cpus
@@ -259,7 +309,11 @@ class WorkerPool:
             if line is None:
                 self._replace(w, on_outcome, Verdict.CRASHED, w.death())
                 continue
-            msg = json.loads(line)
+            msg = _message(line)
+            if msg is None:  # our bug: the worker's protocol is JSON lines alone
+                reason = f"the worker's answer does not read as JSON: {line[:160]!r}"
+                self._replace(w, on_outcome, Verdict.HARNESS_ERROR, reason)
+                continue
             if msg.get("ready"):
                 w.ready, w.cpus = True, msg.get("cpus")
             elif w.cell is not None and msg.get("cell_id") == w.cell.cell_id:
@@ -304,4 +358,4 @@ class WorkerPool:
         if w.cell is not None:
             on_outcome(self._outcome(w, self.make_record(w.cell, verdict, reason)))
         w.kill()
-        self.workers[self.workers.index(w)] = Worker(self.config, self.inbox, w.cpu)
+        self.workers[self.workers.index(w)] = self._start(w.cpu)
