@@ -21,6 +21,7 @@ from harness.plan.spec import parse_shard
 from harness.record import CellRecord, Verdict, read_results, set_aside_torn_lines
 from harness.replay.judge import replay_blank
 from harness.replay.runtimes import ADAPTERS, RuntimeAdapter, adapter_for
+from harness.run.chain import run_chain
 from harness.run.pool import Outcome, WorkerConfig, WorkerPool, new_run_id, now_iso
 from harness.run.progress import Progress
 from harness.run.writer import REPLAY_CODE, ResultsWriter, code_hash
@@ -74,12 +75,7 @@ Step = Callable[[Replay], Optional[int]]
 
 
 def replay_command(args: argparse.Namespace) -> int:
-    replay = Replay(args)
-    for step in STEPS:
-        code = step(replay)
-        if code is not None:
-            return code
-    return ExitCode.OK
+    return run_chain(Replay(args), STEPS)
 
 
 def load(r: Replay) -> Optional[int]:

@@ -22,6 +22,7 @@ from harness.plan.applicable import EnvLimits, environment_limits, not_applicabl
 from harness.plan.registry import Case
 from harness.plan.spec import CellSpec, Selection, expand, parse_shard, select_list
 from harness.record import CellRecord, Verdict, read_results, set_aside_torn_lines
+from harness.run.chain import run_chain
 from harness.run.pool import Outcome, WorkerConfig, WorkerPool, new_run_id, now_iso
 from harness.run.progress import Progress
 from harness.run.selection import load_selection
@@ -59,12 +60,7 @@ Step = Callable[[Run], Optional[int]]
 
 
 def run_command(args: argparse.Namespace) -> int:
-    run = Run(args)
-    for step in STEPS:
-        code = step(run)
-        if code is not None:
-            return code
-    return ExitCode.OK
+    return run_chain(Run(args), STEPS)
 
 
 def load(run: Run) -> Optional[int]:
