@@ -31,3 +31,25 @@ def run_harness(*args: str, env_name: str = "testenv", timeout: float = 600, ext
 @pytest.fixture
 def harness_cli():
     return run_harness
+
+
+# The report's view models from a test module's own `loaded` fixture (the records it loads): frame, page, page data.
+@pytest.fixture(scope="module")
+def frame(loaded):
+    from harness.report.table import build_frame
+
+    return build_frame(loaded.records)
+
+
+@pytest.fixture(scope="module")
+def page(loaded):
+    from harness.report.model import build_page
+
+    return build_page(loaded)
+
+
+@pytest.fixture(scope="module")
+def data(page):
+    import json
+
+    return json.loads(page.data_json)

@@ -13,8 +13,7 @@ from harness.record import Portability, Verdict, parse_version, portability_labe
 from harness.report import matrix
 from harness.report.advisor import advise
 from harness.report.load import Loaded, load
-from harness.report.model import Page, build_page, env_order
-from harness.report.table import build_frame
+from harness.report.model import Page, env_order
 from harness.report.upgrade import cell_changes, diff
 from harness.report.vocab import VERDICT_STYLE, VERDICTS, natural_key, params_label, varying_keys
 
@@ -24,21 +23,6 @@ RECORDS = Path(__file__).parent / "resources" / "records"
 @pytest.fixture(scope="module")
 def loaded() -> Loaded:
     return load([str(RECORDS)])
-
-
-@pytest.fixture(scope="module")
-def frame(loaded: Loaded) -> pd.DataFrame:
-    return build_frame(loaded.records)
-
-
-@pytest.fixture(scope="module")
-def page(loaded: Loaded) -> Page:
-    return build_page(loaded)
-
-
-@pytest.fixture(scope="module")
-def data(page: Page) -> Dict[str, Any]:
-    return json.loads(page.data_json)
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ from harness.report.load import Loaded, load
 from harness.report.model import Page, build_page, environments
 from harness.report.precision import with_fp32_ratio
 from harness.report.runtimes import judged
-from harness.report.table import CONVERTER, build_frame
+from harness.report.table import CONVERTER
 from harness.report.vocab import platform_tag
 
 RESOURCES = Path(__file__).parent / "resources"
@@ -39,23 +39,8 @@ def loaded() -> Loaded:
 
 
 @pytest.fixture(scope="module")
-def frame(loaded: Loaded) -> pd.DataFrame:
-    return build_frame(loaded.records)
-
-
-@pytest.fixture(scope="module")
 def everywhere(frame: pd.DataFrame) -> pd.DataFrame:
     return judged(frame)
-
-
-@pytest.fixture(scope="module")
-def page(loaded: Loaded) -> Page:
-    return build_page(loaded)
-
-
-@pytest.fixture(scope="module")
-def data(page: Page) -> Dict[str, Any]:
-    return json.loads(page.data_json)
 
 
 def the_failed_cell(table: pd.DataFrame) -> pd.DataFrame:

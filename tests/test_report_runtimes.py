@@ -42,21 +42,6 @@ def loaded() -> Loaded:
     return load([str(RECORDS), str(REPLAYS)])
 
 
-@pytest.fixture(scope="module")
-def frame(loaded: Loaded) -> pd.DataFrame:
-    return build_frame(loaded.records)
-
-
-@pytest.fixture(scope="module")
-def page(loaded: Loaded) -> Page:
-    return build_page(loaded)
-
-
-@pytest.fixture(scope="module")
-def data(page: Page) -> Dict[str, Any]:
-    return json.loads(page.data_json)
-
-
 def strategy(page: Page, family: str, name: str) -> LadderStrategy:
     found = next(f for f in page.ladder.families if f.family == family)
     return next(s for s in found.strategies if s.strategy == name)

@@ -21,6 +21,25 @@ def _cell(case):
     return CellSpec("poolenv", family, case, "{}", "native", 16, "torchscript", "static", "cpu", "float32")
 
 
+def _config(tmp_path, **changes):
+    """Real workers on the faulty cases, one thread, no timing: each test changes what it is about."""
+    base = dict(
+        env_name="poolenv",
+        options=Options(threads=1, latency=False, memory=False),
+        cases_dirs=(FAULTY,),
+        timeout_s=60,
+        log_path=tmp_path / "worker.log",
+    )
+    return WorkerConfig(**{**base, **changes})
+
+
+def _pool(config, size=1):
+    """A pool whose own records (a crash, a timeout) are blank records of the cell."""
+    fingerprint = collect("poolenv").fingerprint
+    make = lambda c, v, r: c.record(fingerprint, v, reference="native", portability="", tags=(), reason=r)  # noqa: E731
+    return WorkerPool(config, make_record=make, size=size)
+
+
 def test_a_dead_worker_costs_its_cell_and_the_next_cell_gets_a_fresh_one(tmp_path):
     fingerprint = collect("poolenv").fingerprint
     made = []
@@ -29,16 +48,9 @@ def test_a_dead_worker_costs_its_cell_and_the_next_cell_gets_a_fresh_one(tmp_pat
         made.append((cell.case, verdict))
         return cell.record(fingerprint, verdict, reference="native", portability="standard", tags=(), reason=reason)
 
-    config = WorkerConfig(
-        env_name="poolenv",
-        options=Options(threads=1, latency=False, memory=False),
-        cases_dirs=(FAULTY,),
-        timeout_s=60,
-        log_path=tmp_path / "worker.log",
-    )
     outcomes, started = [], []
     cells = [_cell("faulty_segfault"), _cell("faulty_fine"), _cell("faulty_fine")]
-    WorkerPool(config, make_record=make_record, size=1).run(cells, outcomes.append, started.append)
+    WorkerPool(_config(tmp_path), make_record=make_record, size=1).run(cells, outcomes.append, started.append)
     assert [o.cell.case for o in outcomes] == ["faulty_segfault", "faulty_fine", "faulty_fine"]
     assert started == cells
     crashed, fine, again = (o.record for o in outcomes)
@@ -51,21 +63,8 @@ def test_a_dead_worker_costs_its_cell_and_the_next_cell_gets_a_fresh_one(tmp_pat
 def test_pinned_workers_each_run_on_their_own_core_and_a_replacement_keeps_it(tmp_path):
     import os
 
-    fingerprint = collect("poolenv").fingerprint
     core = sorted(os.sched_getaffinity(0))[-1]
-    config = WorkerConfig(
-        env_name="poolenv",
-        options=Options(threads=1, latency=False, memory=False),
-        cases_dirs=(FAULTY,),
-        timeout_s=60,
-        log_path=tmp_path / "worker.log",
-        cpus=(core,),
-    )
-    pool = WorkerPool(
-        config,
-        make_record=lambda c, v, r: c.record(fingerprint, v, reference="native", portability="", tags=(), reason=r),
-        size=1,
-    )
+    pool = _pool(_config(tmp_path, cpus=(core,)))
     seen = []
     pool.run([_cell("faulty_segfault"), _cell("faulty_fine")], lambda o: seen.append(pool.workers[0].cpus))
     assert seen == [[core], [core]]  # the worker that replaced the crashed one is pinned to the same core
@@ -74,19 +73,7 @@ def test_pinned_workers_each_run_on_their_own_core_and_a_replacement_keeps_it(tm
 def test_two_workers_one_hung_past_its_limit_the_others_answers_kept_and_its_late_end_ignored(tmp_path):
     """Two workers whose lines share one inbox: a hang is killed at the limit, its stream's end (read after the
     kill) must not count against the worker that replaced it, and the other worker's cells go on meanwhile."""
-    fingerprint = collect("poolenv").fingerprint
-    config = WorkerConfig(
-        env_name="poolenv",
-        options=Options(threads=1, latency=False, memory=False),
-        cases_dirs=(FAULTY,),
-        timeout_s=15,
-        log_path=tmp_path / "worker.log",
-    )
-    pool = WorkerPool(
-        config,
-        make_record=lambda c, v, r: c.record(fingerprint, v, reference="native", portability="", tags=(), reason=r),
-        size=2,
-    )
+    pool = _pool(_config(tmp_path, timeout_s=15), size=2)
     outcomes = []
     cells = [_cell("faulty_hang"), _cell("faulty_fine"), _cell("faulty_fine"), _cell("faulty_fine")]
     pool.run(cells, outcomes.append)
@@ -141,15 +128,8 @@ def test_a_worker_that_dies_mid_answer_or_answers_garbage_costs_its_cell_and_the
 ):
     (tmp_path / "fake_worker.py").write_text(FAKE_WORKER, encoding="utf-8")
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # the pool puts the repository first and keeps this
-    fingerprint = collect("poolenv").fingerprint
-    config = WorkerConfig(
-        env_name="poolenv", module="fake_worker", extra=("--mode", mode), timeout_s=60, log_path=tmp_path / "w.log"
-    )
-    pool = WorkerPool(
-        config,
-        make_record=lambda c, v, r: c.record(fingerprint, v, reference="native", portability="", tags=(), reason=r),
-        size=2,
-    )
+    config = _config(tmp_path, module="fake_worker", extra=("--mode", mode), log_path=tmp_path / "w.log")
+    pool = _pool(config, size=2)
     outcomes = []
     cells = [_cell("faulty_fine"), _cell("faulty_segfault"), _cell("faulty_hang")]
     pool.run(cells, outcomes.append)

@@ -4,14 +4,14 @@ hand the timer a call. onnxruntime and OpenVINO; neither torch nor onnx is impor
 from __future__ import annotations
 
 import platform
-from importlib import metadata
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Sequence, Tuple
 
 import numpy as np
 
 from harness.errors import UserError
 from harness.judge.session import OrtSession
 from harness.record import Runtime
+from harness.worker.fingerprint import dist_version
 
 
 class Loaded:
@@ -35,7 +35,7 @@ class RuntimeAdapter:
     def __init__(self, env_name: str, device: str = "cpu") -> None:
         self.env_name = env_name
         self.device = device
-        self.version = _installed(self.distributions())
+        self.version = dist_version(*self.distributions())
 
     def distributions(self) -> Tuple[str, ...]:
         raise NotImplementedError
@@ -143,15 +143,6 @@ def _core() -> Any:
 
 
 ADAPTERS = {"onnxruntime": OnnxRuntime, "openvino": OpenVino}
-
-
-def _installed(names: Sequence[str]) -> Optional[str]:
-    for name in names:
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return None
 
 
 def adapter_for(runtime: str, env_name: str, device: str = "cpu") -> RuntimeAdapter:

@@ -16,13 +16,13 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from harness import __version__
 from harness.artifacts.store import ArtifactError, ArtifactStore, Manifest
 from harness.cli import artifacts_dir, pinned_cpus
-from harness.errors import ExitCode, UserError
+from harness.errors import UserError
 from harness.plan.spec import parse_shard
 from harness.record import CellRecord, Verdict, read_results, set_aside_torn_lines
 from harness.replay.judge import replay_blank
 from harness.replay.runtimes import ADAPTERS, RuntimeAdapter, adapter_for
-from harness.run.chain import run_chain
-from harness.run.pool import Outcome, WorkerConfig, WorkerPool, new_run_id, now_iso
+from harness.run.chain import exit_code, run_chain, until_done_or_interrupted, write_outcome
+from harness.run.pool import WorkerConfig, WorkerPool, new_run_id
 from harness.run.progress import Progress
 from harness.run.writer import REPLAY_CODE, ResultsWriter, code_hash
 from harness.worker.options import Options
@@ -155,23 +155,16 @@ def execute(r: Replay) -> Optional[int]:
     r.writer = ResultsWriter(r.out)
     r.progress = Progress(len(r.todo), r.adapter.env_name, quiet=r.args.quiet, resumed=r.resumed)
     pool = WorkerPool(_config(r), size=max(1, r.args.jobs), make_record=lambda j, v, why: _blank(r, j, v, why))
-    try:
-        pool.run(r.todo, lambda o: _emit(r, o), lambda j: r.progress.started(j.label()))
-    except KeyboardInterrupt:
-        r.interrupted = True
-    finally:
-        r.writer.close()
-        r.progress.close()
+    until_done_or_interrupted(
+        r, lambda: pool.run(r.todo, lambda o: write_outcome(r, o), lambda j: r.progress.started(j.label()))
+    )
     return None
 
 
 def summarise(r: Replay) -> Optional[int]:
     print(f"{r.progress.summary()}; results in {r.out}", file=sys.stderr)
     print(f"{r.adapter.env_name}: {_judged_at_export_line(r)}", file=sys.stderr)
-    if r.interrupted:
-        print("interrupted: every judged graph is saved; run the same command again to resume", file=sys.stderr)
-        return ExitCode.INTERRUPTED
-    return ExitCode.HARNESS_ERROR if r.harness_errors else ExitCode.OK
+    return exit_code(r, "judged graph")
 
 
 STEPS: Sequence[Step] = (load, discover, expand, drop_done, execute, summarise)
@@ -256,17 +249,3 @@ def _config(r: Replay) -> WorkerConfig:
 
 def _blank(r: Replay, job: ReplayJob, verdict: Verdict, reason: Optional[str]) -> CellRecord:
     return replay_blank(r.manifests[job.cell_id], r.adapter, verdict, reason)
-
-
-def _emit(r: Replay, outcome: Outcome) -> None:
-    record = outcome.record.with_(
-        run_id=r.run_id,
-        code_hash=r.code,
-        harness_version=__version__,
-        started_at=outcome.started_at,
-        finished_at=now_iso(),
-        wall_s=round(outcome.wall_s, 4),
-    )
-    r.writer.write(record)
-    r.progress.finished(record.verdict.value, outcome.wall_s, True)
-    r.harness_errors += record.verdict == Verdict.HARNESS_ERROR

@@ -22,7 +22,7 @@ from harness.plan.applicable import EnvLimits, environment_limits, not_applicabl
 from harness.plan.registry import Case
 from harness.plan.spec import CellSpec, Selection, expand, parse_shard, select_list
 from harness.record import CellRecord, Verdict, read_results, set_aside_torn_lines
-from harness.run.chain import run_chain
+from harness.run.chain import exit_code, run_chain, until_done_or_interrupted, write_outcome
 from harness.run.pool import Outcome, WorkerConfig, WorkerPool, new_run_id, now_iso
 from harness.run.progress import Progress
 from harness.run.selection import load_selection
@@ -140,17 +140,8 @@ def split_applicable(run: Run) -> Optional[int]:
 def execute(run: Run) -> Optional[int]:
     """Each runnable cell in a worker process (or here, with --jobs 0); every record written as it ends."""
     config = WorkerConfig.from_args(run.args, run.env.name, run.out.with_suffix(".worker.log"))
-    try:
-        if run.args.jobs == 0:
-            _execute_inline(run, config)
-        else:
-            pool = WorkerPool(config, size=max(1, run.args.jobs), make_record=lambda c, v, r: _new_record(run, c, v, r))
-            pool.run(run.runnable, lambda o: _emit(run, o, ran=True), lambda c: run.progress.started(c.label()))
-    except KeyboardInterrupt:
-        run.interrupted = True
-    finally:
-        run.writer.close()
-        run.progress.close()
+    work = _execute_inline if run.args.jobs == 0 else _execute_in_pool
+    until_done_or_interrupted(run, lambda: work(run, config))
     return None
 
 
@@ -161,10 +152,7 @@ def summarise(run: Run) -> Optional[int]:
     store = _artifacts(run)
     if store is not None:
         print(f"{run.env.name}: {stored_line(store, run.env.name)}", file=sys.stderr)
-    if run.interrupted:
-        print("interrupted: every finished cell is saved; run the same command again to resume", file=sys.stderr)
-        return ExitCode.INTERRUPTED
-    return ExitCode.HARNESS_ERROR if run.harness_errors else ExitCode.OK
+    return exit_code(run, "finished cell")
 
 
 STEPS: Sequence[Step] = (load, discover, expand_cells, drop_done, split_applicable, execute, summarise)
@@ -223,18 +211,12 @@ def _new_record(run: Run, cell: CellSpec, verdict: Verdict, reason: Optional[str
 
 
 def _emit(run: Run, outcome: Outcome, ran: bool) -> None:
-    record = outcome.record.with_(
-        run_id=run.run_id,
-        code_hash=run.code,
-        harness_version=__version__,
-        env_limits=run.limits.describe(),
-        started_at=outcome.started_at,
-        finished_at=now_iso(),
-        wall_s=round(outcome.wall_s, 4),
-    )
-    run.writer.write(record)
-    run.progress.finished(record.verdict.value, outcome.wall_s, ran)
-    run.harness_errors += record.verdict == Verdict.HARNESS_ERROR
+    write_outcome(run, outcome, ran, env_limits=run.limits.describe())
+
+
+def _execute_in_pool(run: Run, config: WorkerConfig) -> None:
+    pool = WorkerPool(config, size=max(1, run.args.jobs), make_record=lambda c, v, r: _new_record(run, c, v, r))
+    pool.run(run.runnable, lambda o: _emit(run, o, ran=True), lambda c: run.progress.started(c.label()))
 
 
 def _execute_inline(run: Run, config: WorkerConfig) -> None:

@@ -47,7 +47,15 @@ _NOT_MEASURING = ("report", "bench", "host", "replay", "progress.py", "__pycache
 
 
 # What a replay's result depends on: the code that judges a stored graph, not the code that exports one.
-REPLAY_CODE = ("replay", "judge", "artifacts", "record", "worker/options.py", "worker/loop.py")
+REPLAY_CODE = (
+    "replay",
+    "judge",
+    "artifacts",
+    "record",
+    "worker/options.py",
+    "worker/loop.py",
+    "worker/fingerprint.py",
+)
 
 
 def code_hash(cases_dirs: Sequence[str] = (), only: Optional[Sequence[str]] = None) -> str:
