@@ -7,15 +7,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.record import read_results  # noqa: E402  (the one reader; torch-free)
+from harness.campaign.files import results_name  # noqa: E402  (the results files' names, as the harness writes them)
+from harness.host.environments import ladder as runtime_ladder  # noqa: E402
+from harness.record import RecordKind, read_results  # noqa: E402  (the one reader; torch-free)
 
 
-def load(env):
-    found = read_results(Path("results") / f"{env}.jsonl")
-    if not found.records and not Path("results", f"{env}.jsonl").exists():
-        sys.exit(f"FAIL results/{env}.jsonl: missing")
+def load(name, kind=RecordKind.EXPORT):
+    path = Path("results") / results_name(kind, name)
+    found = read_results(path)
+    if not found.records and not path.exists():
+        sys.exit(f"FAIL {path}: missing")
     if found.refusal is not None or found.skipped:
-        sys.exit(f"FAIL results/{env}.jsonl: {found.refusal.line() if found.refusal else found.skipped[0].describe()}")
+        sys.exit(f"FAIL {path}: {found.refusal.line() if found.refusal else found.skipped[0].describe()}")
     newest = {}
     for r in found.records:  # a file resumed with other code holds older records of the same cells
         if r.key() not in newest or r.finished_at >= newest[r.key()].finished_at:
@@ -117,18 +120,13 @@ def main():
 
 
 def ladder():
-    """The default CPU runtime environments, as the noxfile chains them after the export matrix."""
-    import tomllib
-
-    for path in sorted(Path("environments/runtimes").glob("*.toml")):
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-        if data.get("default", True) and data.get("device", "cpu") == "cpu":
-            yield data["name"]
+    """The default CPU runtime environments, in the order the noxfile chains them after the export matrix."""
+    return [e.name for e in runtime_ladder("cpu") if e.default]
 
 
 def check_replays(t18, expect):
     """Every exported graph judged again on every rung of the ladder, with the runtimes' own findings."""
-    replays = {name: load(f"replay-{name}") for name in ladder()}
+    replays = {name: load(name, RecordKind.REPLAY) for name in ladder()}
     expect(len(replays) >= 9 and all(replays.values()), f"replay records for every runtime: {sorted(replays)}")
     errors = [r for records in replays.values() for r in records if r["verdict"] == "harness_error"]
     expect(not errors, f"no harness_error in the replays ({len(errors)} found)")
@@ -180,7 +178,7 @@ def check_replays(t18, expect):
 
 def check_precisions(expect):
     """The real models' graphs converted once and judged at fp16 and int8 on at least two runtimes."""
-    converted = {name: load(f"replay-{name}") for name in ("ort1.32", "openvino2026")}
+    converted = {name: load(name, RecordKind.REPLAY) for name in ("ort1.32", "openvino2026")}
     for precision in ("fp16", "int8-dynamic", "int8-static"):
         for name, records in converted.items():
             net = pick(records, env="torch2", case="convnet", strategy="native", precision=precision)

@@ -18,7 +18,7 @@ from typing import Dict, List, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.record import CellRecord, Verdict, parse_version, read_results  # noqa: E402
+from harness.record import CellRecord, Verdict, ladder_key, read_results  # noqa: E402
 
 
 def newest_records(folder: str) -> Dict[Tuple, CellRecord]:
@@ -40,13 +40,16 @@ def judged_graphs(folder: str, precision: str = "fp32") -> List[CellRecord]:
         r
         for r in newest_records(folder).values()
         if r.precision == precision
-        and (r.runtime.env or any(s.name == "export" and s.outcome == "ok" for s in r.stages))
+        and (
+            r.kind == "replay"
+            or (r.kind == "export" and any(s.name == "export" and s.outcome == "ok" for s in r.stages))
+        )
     ]
 
 
 def runtime_order(label: str) -> Tuple:
     name, _, version = label.partition(" ")
-    return (name != "onnxruntime", name, parse_version(version))
+    return ladder_key(name, version)
 
 
 def main(argv=None) -> int:

@@ -46,9 +46,10 @@ def main(argv=None) -> int:
         for r in records.values()
         if (not args.family or r.family == args.family)
         and args.tag in r.tags
-        and (r.runtime.env or any(s.name == "export" and s.outcome == "ok" for s in r.stages) or r.precision != "fp32")
+        and not (r.kind == "conversion" and r.verdict == Verdict.PASS)  # its graph's verdicts are the replays'
+        and (r.kind != "export" or any(s.name == "export" and s.outcome == "ok" for s in r.stages))
     ]
-    fp32 = {r.key()[:-1]: r for r in wanted if r.precision == "fp32"}  # the same cell on the same runtime, in fp32
+    fp32 = {r.key()[1:-1]: r for r in wanted if r.precision == "fp32"}  # the same cell on the same runtime, in fp32
     rows: Dict[Tuple, List[CellRecord]] = collections.defaultdict(list)
     for r in wanted:
         rows[(r.strategy, r.precision, r.runtime.label)].append(r)
@@ -68,7 +69,7 @@ def main(argv=None) -> int:
         psnr = [r.parity.psnr for r in group if r.parity and r.parity.psnr is not None]
         ratios = []
         for r in group:
-            base = fp32.get(r.key()[:-1])
+            base = fp32.get(r.key()[1:-1])
             if base is not None and _latency(r) and _latency(base):
                 ratios.append(_latency(r) / _latency(base))
         print(

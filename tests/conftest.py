@@ -53,3 +53,53 @@ def data(page):
     import json
 
     return json.loads(page.data_json)
+
+
+# Small real models for the worker's, the artifacts' and the converter's tests: a layernorm-family case whose model
+# scales what the strategy's operator returns.
+def unit_env():
+    from harness.worker.fingerprint import collect
+
+    return collect("unitenv")
+
+
+def scale_model(op, factor=2.0):
+    import torch
+
+    class Scale(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.op, self.factor = op, factor
+
+        def forward(self, x):
+            return self.op(x, (x.shape[-1],)) * self.factor
+
+    return Scale()
+
+
+def unit_case(model=None, inputs=None, **kw):
+    import torch
+
+    from harness.plan.registry import Case
+
+    return Case(
+        name="unit",
+        family="layernorm",
+        model=model or (lambda params, op: scale_model(op)),
+        inputs=inputs or (lambda params, shape, gen: (torch.randn(2, 5, generator=gen),)),
+        **kw,
+    )
+
+
+def keep_graph(tmp_path, case, cell):
+    """The cell run through its stages with its graph kept under tmp_path (what `harness replay` and `convert` take)."""
+    from harness.campaign.options import Options
+    from harness.record import Verdict
+    from harness.strategies import get_strategy
+    from harness.worker.pipeline import run_cell
+
+    opts = Options(threads=1, latency=False, memory=False, artifacts_dir=str(tmp_path))
+    blank = cell.record(unit_env().fingerprint, Verdict.PASS, reference="native", portability="standard", tags=())
+    return run_cell(
+        blank, cell, case, get_strategy("layernorm", cell.strategy), get_strategy("layernorm", "native"), opts
+    )

@@ -9,16 +9,13 @@ import numpy as np
 import onnxruntime
 import pytest
 import torch
-from test_worker_pipeline import ENV, NATIVE, Scale, _case
+from conftest import keep_graph, scale_model, unit_case
 
 from harness.artifacts.store import ArtifactError, ArtifactStore, Manifest, Sample
 from harness.judge import parity
 from harness.plan.spec import CellSpec
 from harness.record import Verdict
-from harness.strategies import get_strategy
 from harness.worker import pipeline
-from harness.worker.options import Options
-from harness.worker.pipeline import run_cell
 
 
 def _manifest(**kw):
@@ -73,17 +70,11 @@ def test_a_manifest_of_another_schema_or_malformed_is_one_line_naming_the_fix(tm
     assert str(refused.value).endswith("export it again") and "\n" not in str(refused.value)
 
 
-def _keep(tmp_path, case, cell):
-    opts = Options(threads=1, latency=False, memory=False, artifacts_dir=str(tmp_path))
-    blank = cell.record(ENV.fingerprint, Verdict.PASS, reference="native", portability="standard", tags=())
-    return run_cell(blank, cell, case, get_strategy("layernorm", cell.strategy), NATIVE, opts)
-
-
 def test_the_worker_keeps_the_graph_with_every_input_set_it_judged(tmp_path):
     def inputs(params, shape, gen):
         return (torch.randn(shape.get("N", 2), 5, generator=gen) * (-1 if shape.get("variant") else 1),)
 
-    case = _case(
+    case = unit_case(
         inputs=inputs,
         shapes=({"N": 2}, {"N": 4}),
         variants=1,
@@ -92,7 +83,7 @@ def test_the_worker_keeps_the_graph_with_every_input_set_it_judged(tmp_path):
         shape_modes=("static", "dynamic"),
     )
     cell = CellSpec("unitenv", "layernorm", "unit", "{}", "decomposed", 13, "torchscript", "dynamic", "cpu", "float32")
-    record = _keep(tmp_path, case, cell)
+    record = keep_graph(tmp_path, case, cell)
     store = ArtifactStore(tmp_path)
     manifest = store.read(store.folder("unitenv", cell.cell_id) / "manifest.json")
     assert record.verdict is Verdict.PASS and record.artifact == manifest.digest
@@ -120,7 +111,7 @@ def test_a_graph_no_runtime_here_can_load_is_kept_for_the_others(tmp_path, monke
 
     monkeypatch.setattr(pipeline, "OrtSession", refuses)
     cell = CellSpec("unitenv", "layernorm", "unit", "{}", "decomposed", 13, "torchscript", "static", "cpu", "float32")
-    record = _keep(tmp_path, _case(model=lambda params, op: Scale(op)), cell)
+    record = keep_graph(tmp_path, unit_case(model=lambda params, op: scale_model(op)), cell)
     assert record.verdict is Verdict.LOAD_FAILED and record.artifact
     assert ArtifactStore(tmp_path).has("unitenv", cell.cell_id)
 
@@ -131,7 +122,7 @@ def test_a_graph_that_does_not_export_keeps_nothing(tmp_path, monkeypatch):
 
     monkeypatch.setattr(pipeline, "export_onnx", fails)
     cell = CellSpec("unitenv", "layernorm", "unit", "{}", "decomposed", 13, "torchscript", "static", "cpu", "float32")
-    record = _keep(tmp_path, _case(), cell)
+    record = keep_graph(tmp_path, unit_case(), cell)
     assert record.verdict is Verdict.EXPORT_FAILED and record.artifact == ""
     assert list(ArtifactStore(tmp_path).manifests()) == []
 

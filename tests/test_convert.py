@@ -3,7 +3,7 @@ precision's tolerance against fp32 eager PyTorch; a quantization broken on purpo
 
 from __future__ import annotations
 
-import argparse
+import shutil
 from dataclasses import replace
 
 import numpy as np
@@ -11,19 +11,19 @@ import onnx
 import onnxruntime
 import pytest
 import torch
+from conftest import keep_graph, unit_case
 from onnx import numpy_helper
-from test_artifacts import _keep
-from test_worker_pipeline import _case
 
 from harness.artifacts.command import convert_command
 from harness.artifacts.convert import NotApplicable, convert
 from harness.artifacts.store import ArtifactStore, graph_digest
+from harness.campaign.options import Options
+from harness.cli import build_parser
 from harness.judge.parity import PRECISION_TOLERANCES
 from harness.plan.spec import CellSpec
 from harness.record import Verdict, read_results
 from harness.replay.judge import replay_graph
 from harness.replay.runtimes import OnnxRuntime
-from harness.worker.options import Options
 
 OPTS = Options(threads=1, latency_budget_s=0.002)
 
@@ -47,13 +47,13 @@ class Small(torch.nn.Module):
 
 @pytest.fixture
 def stored(tmp_path):
-    case = _case(
+    case = unit_case(
         model=lambda params, op: Small(op),
         inputs=lambda params, shape, gen: (torch.rand(2, 3, 8, 8, generator=gen),),
         input_names=("image",),
     )
     cell = CellSpec("unitenv", "layernorm", "unit", "{}", "native", 13, "torchscript", "static", "cpu", "float32")
-    assert _keep(tmp_path, case, cell).verdict is Verdict.PASS
+    assert keep_graph(tmp_path, case, cell).verdict is Verdict.PASS
     store = ArtifactStore(tmp_path)
     return store, store.read(next(store.manifests()))
 
@@ -104,28 +104,42 @@ def test_an_integer_only_graph_has_no_precision_to_convert(stored):
 
 def test_dynamic_quantization_of_a_graph_without_weights_is_not_applicable(tmp_path):
     cell = CellSpec("unitenv", "layernorm", "unit", "{}", "decomposed", 13, "torchscript", "static", "cpu", "float32")
-    _keep(tmp_path, _case(), cell)  # a LayerNorm written out: no MatMul, Conv or Gemm
+    keep_graph(tmp_path, unit_case(), cell)  # a LayerNorm written out: no MatMul, Conv or Gemm
     store = ArtifactStore(tmp_path)
     with pytest.raises(NotApplicable, match="no weighted operator"):
         convert(store.read(next(store.manifests())), store, "int8-dynamic")
 
 
-def _args(tmp_path, **kw):
-    base = dict(artifacts=str(tmp_path), precision=[], tag=[], case=[], from_env=[], results_dir=str(tmp_path / "r"))
-    return argparse.Namespace(**dict(base, out=None, rerun=False, **kw))
+def _args(tmp_path, *flags):
+    where = ["--artifacts", str(tmp_path), "--results-dir", str(tmp_path / "r"), "--tag", "", "--quiet"]
+    return build_parser().parse_args(["convert", *where, *flags])
 
 
-def test_the_command_records_what_failed_with_the_converters_message_and_resumes(stored, tmp_path, monkeypatch, capsys):
-    from harness.artifacts import convert as convert_mod
-
-    def refuses(path, manifest, store):
-        raise RuntimeError("Type Error: Type 'tensor(int64)' of input parameter is invalid")
-
-    monkeypatch.setitem(convert_mod.CONVERTERS, "fp16", refuses)
+def test_the_command_records_every_conversion_and_resumes(stored, tmp_path, capsys):
+    store, fp32 = stored
     assert convert_command(_args(tmp_path)) == 0
-    assert "2 converted, 0 kept from earlier, 0 not applicable, 1 failed" in capsys.readouterr().err
-    (failed,) = read_results(tmp_path / "r" / "convert.jsonl").records
-    assert failed.verdict is Verdict.EXPORT_FAILED and failed.precision == "fp16"
-    assert failed.stages[0].name == "convert" and "tensor(int64)" in failed.stages[0].message
+    assert "convert: 3 conversions, 3 pass" in capsys.readouterr().err
+    records = read_results(tmp_path / "r" / "convert.jsonl").records
+    assert sorted(r.precision for r in records) == ["fp16", "int8-dynamic", "int8-static"]
+    assert all(r.kind == "conversion" and r.verdict is Verdict.PASS and r.artifact == fp32.digest for r in records)
+    assert all(r.converter and r.runtime_fingerprint.onnxruntime and r.stages[0].name == "convert" for r in records)
+    assert all(store.has(fp32.env, fp32.cell_id, p) for p in ("fp16", "int8-dynamic", "int8-static"))
     assert convert_command(_args(tmp_path)) == 0
-    assert "0 converted, 3 kept from earlier" in capsys.readouterr().err
+    assert "(3 already done, skipped)" in capsys.readouterr().err
+    shutil.rmtree(store.folder(fp32.env, fp32.cell_id, "fp16"))  # a converted graph lost: made again
+    assert convert_command(_args(tmp_path, "--precision", "fp16")) == 0
+    assert "1 conversions, 1 pass" in capsys.readouterr().err and store.has(fp32.env, fp32.cell_id, "fp16")
+
+
+def test_the_command_records_what_failed_with_the_converters_message_and_resumes(stored, tmp_path, capsys):
+    store, fp32 = stored
+    store.graph_path(fp32).write_bytes(b"not an onnx graph")  # each converter's own parser refuses it
+    assert convert_command(_args(tmp_path)) == 0
+    assert "convert: 3 conversions, 0 pass; others: export_failed 3" in capsys.readouterr().err
+    failed = read_results(tmp_path / "r" / "convert.jsonl").records
+    assert len(failed) == 3 and all(r.verdict is Verdict.EXPORT_FAILED and r.kind == "conversion" for r in failed)
+    fp16 = next(r for r in failed if r.precision == "fp16")
+    assert fp16.converter.startswith("onnxconverter-common ") and fp16.reason.startswith("convert: ")
+    assert fp16.stages[0].name == "convert" and fp16.stages[0].outcome == "failed" and fp16.stages[0].message
+    assert convert_command(_args(tmp_path)) == 0
+    assert "(3 already done, skipped)" in capsys.readouterr().err

@@ -7,6 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from harness.campaign.options import Options
 from harness.plan.applicable import not_applicable_reason
 from harness.plan.registry import all_cases, get_case, load_cases
 from harness.plan.spec import CellSpec, canonical_params
@@ -14,7 +15,6 @@ from harness.strategies import CUSTOM_DOMAIN, get_strategy
 from harness.strategies.resize import interpolate
 from harness.worker.executor import CellExecutor
 from harness.worker.fingerprint import collect
-from harness.worker.options import Options
 
 load_cases()
 ENV = collect("testenv")

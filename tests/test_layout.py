@@ -1,5 +1,6 @@
-"""The layout's rules, checked on the source: no import circles, no private name imported from another module,
-modules and functions of a readable size, and the torch-free worlds free of torch."""
+"""The layout's rules, checked on the source: no import circles (imports inside functions count: they run too), no
+private name imported from another module, worlds that stay out of each other, modules and functions of a readable
+size, and the torch-free worlds free of torch."""
 
 from __future__ import annotations
 
@@ -38,11 +39,23 @@ def _top_level_imports(path: Path) -> List[ast.ImportFrom]:
     return out
 
 
+def _imports(path: Path) -> List[ast.ImportFrom]:
+    """Every `from harness... import` of a module, inside functions too; not those under TYPE_CHECKING (never run)."""
+    tree = ast.parse(path.read_text())
+    hidden = {
+        id(sub)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.dump(node.test)
+        for sub in ast.walk(node)
+    }
+    return [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module and id(n) not in hidden]
+
+
 def _graph() -> Dict[str, Set[str]]:
     modules = _modules()
     graph: Dict[str, Set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
-        for node in _top_level_imports(path):
+        for node in _imports(path):
             target = node.module
             for alias in node.names:
                 if f"{target}.{alias.name}" in modules:
@@ -127,3 +140,33 @@ def test_the_replay_side_imports_neither_torch_nor_onnx():
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=str(ROOT), capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_the_graph_sees_imports_inside_functions():
+    """The command line imports each command's steps only when it runs: those edges are in the graph all the same."""
+    graph = _graph()
+    assert "harness.run.steps" in graph["harness.cli"] and "harness.replay.steps" in graph["harness.cli"]
+    assert "harness.worker.fingerprint" in graph["harness.run.steps"]  # imported inside discover()
+
+
+# Worlds a module's imports must stay out of, inside functions too: the torch-free replay and converter reach no
+# export worker and no parent of a run; the campaign layer and the parents never import a worker's executor.
+FORBIDDEN = {
+    "harness.replay": ("harness.worker", "harness.run", "harness.plan", "harness.strategies"),
+    "harness.artifacts": ("harness.worker", "harness.run", "harness.replay", "harness.strategies"),
+    "harness.campaign": ("harness.worker", "harness.run", "harness.replay", "harness.artifacts", "harness.plan"),
+    "harness.run": ("harness.worker.executor", "harness.worker.pipeline", "harness.worker.loop", "harness.cli"),
+    "harness.record": ("harness.",),
+}
+
+
+def test_worlds_stay_out_of_each_other():
+    offenders = []
+    for name, path in _modules().items():
+        banned = next((b for world, b in FORBIDDEN.items() if name == world or name.startswith(world + ".")), ())
+        for node in _imports(path):
+            target = node.module
+            if target.startswith("harness.record") and name.startswith("harness.record"):
+                continue
+            offenders += [f"{name} imports {target}" for b in banned if target == b or target.startswith(b + ".")]
+    assert offenders == []

@@ -8,13 +8,14 @@ import pytest
 import torch
 from conftest import RESOURCES
 
+from harness.campaign.options import Options
+from harness.judge.graph import describe_model
 from harness.plan.registry import get_case, load_cases
 from harness.plan.spec import CellSpec, canonical_params
 from harness.strategies import get_strategy
 from harness.worker.executor import CellExecutor
-from harness.worker.export import describe_model, export_onnx
+from harness.worker.export import export_onnx
 from harness.worker.fingerprint import collect
-from harness.worker.options import Options
 
 load_cases()
 ENV = collect("testenv")

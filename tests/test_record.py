@@ -1,4 +1,4 @@
-"""The record shared by runner and reporter: round trips, the schema-1 migration, and the one reader's policy."""
+"""The record shared by runner and reporter: round trips, the schema migrations, and the one reader's policy."""
 
 from __future__ import annotations
 
@@ -44,6 +44,24 @@ def test_schema_1_is_read_through_its_migration():
     assert record.precision == "fp32"
     flow = dict(data, family="control_flow", strategy="traced")
     assert CellRecord.from_json(flow).reference == "eager"
+
+
+def test_schema_2_gets_its_kind_and_a_replay_its_runtime_fingerprint():
+    """Schema 2 implied a record's kind by its runtime's environment; schema 3 says it."""
+    exported = json.loads((RESOURCES / "replays" / "torch1.12.jsonl").read_text().splitlines()[0])
+    replayed = json.loads((RESOURCES / "replays" / "replay-ort1.14.jsonl").read_text().splitlines()[0])
+    converted = json.loads((RESOURCES / "precisions" / "convert.jsonl").read_text().splitlines()[0])
+    assert {d["schema_version"] for d in (exported, replayed, converted)} == {2}
+    assert "kind" not in exported and "runtime_fingerprint" not in replayed
+    export, replay, conversion = (CellRecord.from_json(d) for d in (exported, replayed, converted))
+    assert (export.kind, replay.kind, conversion.kind) == ("export", "replay", "conversion")
+    assert export.runtime_fingerprint is None and conversion.converter
+    runtime = replay.runtime_fingerprint
+    assert runtime.onnxruntime == replay.runtime.version == "1.14.1" and runtime.python == replay.runtime.python
+    assert runtime.torch is None and replay.fingerprint.torch.startswith("1.8.1")  # the exporting environment's
+    assert CellRecord.from_json(replay.to_json()) == replay and replay.key() != export.key()
+    with pytest.raises(RecordError, match="unknown record kind"):
+        CellRecord.from_json(dict(replay.to_json(), kind="recipe"))
 
 
 @pytest.mark.parametrize(

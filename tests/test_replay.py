@@ -9,16 +9,15 @@ from dataclasses import replace
 import numpy as np
 import onnxruntime
 import pytest
-from test_artifacts import _keep
-from test_worker_pipeline import _case
+from conftest import keep_graph, unit_case
 
 from harness.artifacts.store import ArtifactStore
+from harness.campaign.options import Options
 from harness.errors import UserError
 from harness.plan.spec import CellSpec
 from harness.record import Verdict, read_results
 from harness.replay.judge import REPLAY_STAGES, replay_graph
 from harness.replay.runtimes import OnnxRuntime, adapter_for
-from harness.worker.options import Options
 
 OPTS = Options(threads=1, latency_budget_s=0.002)
 
@@ -32,7 +31,7 @@ def _cell(opset=13, shape_mode="static"):
 @pytest.fixture
 def stored(tmp_path):
     """One real exported graph in an artifacts folder, and its exporting record."""
-    record = _keep(tmp_path / "artifacts", _case(), _cell())
+    record = keep_graph(tmp_path / "artifacts", unit_case(), _cell())
     store = ArtifactStore(tmp_path / "artifacts")
     return store, store.read(next(store.manifests())), record
 
@@ -48,7 +47,7 @@ def test_a_stored_graph_replayed_in_onnxruntime_is_judged_as_its_exporting_cell_
         onnxruntime.__version__,
         "ortnow",
     )
-    assert record.key()[:9] == exported.key()[:9]  # the same cell; its runtime part names who judged it
+    assert record.key()[1:10] == exported.key()[1:10]  # the same cell; its runtime part names who judged it
     assert record.artifact == exported.artifact == manifest.digest
     assert (record.case, record.opset, record.actual_opset) == (exported.case, exported.opset, exported.actual_opset)
     assert set(record.latency) == {"ort"} and record.latency["ort"].median_s > 0
@@ -107,8 +106,8 @@ def test_the_exporting_runtime_is_not_asked_twice(stored, tmp_path, harness_cli)
 
 def test_replay_runs_in_workers_resumes_and_shards(stored, tmp_path, harness_cli):
     store, _, _ = stored
-    _keep(tmp_path / "artifacts", _case(), _cell(opset=11))
-    _keep(tmp_path / "artifacts", _case(), _cell(opset=12))
+    keep_graph(tmp_path / "artifacts", unit_case(), _cell(opset=11))
+    keep_graph(tmp_path / "artifacts", unit_case(), _cell(opset=12))
     _as_if_exported_with(store, "1.10.0")  # as though another environment's onnxruntime had judged them
     first = _replay(harness_cli, tmp_path)
     assert first.returncode == 0, first.stderr

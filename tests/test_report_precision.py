@@ -18,14 +18,13 @@ import pandas as pd
 import pytest
 
 from harness.judge.parity import PRECISION_TOLERANCES
-from harness.record import CellRecord, Fingerprint
+from harness.record import CellRecord, Fingerprint, platform_tag
 from harness.report.advisor import advise
 from harness.report.load import Loaded, load
 from harness.report.model import Page, build_page, environments
 from harness.report.precision import with_fp32_ratio
 from harness.report.runtimes import judged
 from harness.report.table import CONVERTER
-from harness.report.vocab import platform_tag
 
 RESOURCES = Path(__file__).parent / "resources"
 REPLAYS, PRECISIONS = RESOURCES / "replays", RESOURCES / "precisions"

@@ -108,7 +108,7 @@ def test_the_page_only_runs_its_own_script(html: str) -> None:
 
 def test_refusals_are_on_the_page_too(html: str) -> None:
     assert "1 results file was left out" in html
-    assert "schema_version 99 is not readable by this harness (reads 1 and 2)" in html
+    assert "schema_version 99 is not readable by this harness (reads 1, 2 and 3)" in html
 
 
 def test_a_torn_line_is_named_in_the_sources_with_its_fix(html: str) -> None:
@@ -122,8 +122,8 @@ def test_a_torn_line_is_named_in_the_sources_with_its_fix(html: str) -> None:
 
 def test_the_sources_say_how_many_records_were_migrated(html: str) -> None:
     sources = html[html.index('<section id="sources">') :]
-    assert '231 records <span class="muted">(231 of schema 1, read through the migration to schema 2)' in sources
-    assert "read through its migration to schema 2: 581 of schema 1." in sources
+    assert '231 records <span class="muted">(231 of schema 1, read through the migration to schema 3)' in sources
+    assert "read through its migration to schema 3: 581 of schema 1." in sources
 
 
 def test_merged_results_are_written_beside_the_page(site: Path) -> None:
@@ -137,7 +137,7 @@ def test_merged_results_are_written_beside_the_page(site: Path) -> None:
     assert {"converter", "mean_abs", "psnr"} <= set(rows[0])
     assert next(r for r in rows if r["precision"] == "fp16" and r["verdict"] == "pass")["mean_abs"] != ""
     records = json.loads((site / "results.json").read_text(encoding="utf-8"))
-    assert len(records) == 597 + 297 and records[0]["schema_version"] == 2  # as the records are now: record.to_json()
+    assert len(records) == 597 + 297 and records[0]["schema_version"] == 3  # as the records are now: record.to_json()
     assert {r["reference"] for r in records if r["family"] == "control_flow"} == {"eager"}
     runtime = records[0]["runtime"]
     assert (runtime["name"], runtime["version"]) == ("onnxruntime", records[0]["fingerprint"]["onnxruntime"])

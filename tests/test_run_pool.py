@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from conftest import RESOURCES
 
+from harness.campaign.options import Options
+from harness.campaign.pool import WorkerConfig, WorkerPool
 from harness.plan.registry import get_case, load_cases
 from harness.plan.spec import CellSpec
 from harness.record import Verdict
-from harness.run.pool import WorkerConfig, WorkerPool
 from harness.worker.fingerprint import collect
-from harness.worker.options import Options
 
 FAULTY = str(RESOURCES / "cases_faulty")
 
@@ -85,7 +85,7 @@ def test_two_workers_one_hung_past_its_limit_the_others_answers_kept_and_its_lat
 
 
 def test_a_dead_workers_exit_status_in_words_on_posix_and_windows():
-    from harness.run.pool import describe_exit
+    from harness.campaign.pool import describe_exit
 
     assert describe_exit(-11) == "worker killed by SIGSEGV"
     assert describe_exit(-9) == "worker killed by SIGKILL"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.campaign.keys import code_hash
+from harness.campaign.writer import ResultsWriter
 from harness.record import CellRecord, Parity, Verdict, read_results
-from harness.run.writer import ResultsWriter, code_hash
 
 
 def _record(i: int, verdict: Verdict = Verdict.PASS) -> CellRecord:
@@ -61,7 +62,7 @@ def test_the_code_hash_follows_the_case_files_in_use(tmp_path):
 
 
 def test_the_replay_code_hash_covers_the_code_that_judges_a_stored_graph():
-    from harness.run.writer import REPLAY_CODE
+    from harness.campaign.keys import REPLAY_CODE
 
     package = Path(__file__).resolve().parents[1] / "harness"
     assert all((package / part).exists() for part in REPLAY_CODE)  # every part names real code

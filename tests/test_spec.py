@@ -2,9 +2,10 @@ from __future__ import annotations
 
 import pytest
 
+from harness.campaign.keys import in_shard, parse_shard
 from harness.errors import UserError
 from harness.plan.registry import Case
-from harness.plan.spec import CellSpec, Selection, default_opsets, expand, in_shard, parse_shard
+from harness.plan.spec import CellSpec, Selection, default_opsets, expand
 
 
 def _strategies(family):
@@ -58,7 +59,7 @@ def test_bad_shard_is_a_user_error(text):
 
 def test_shards_partition_the_cells():
     cells = list(expand("e", [_case()], _strategies, Selection(), 17))
-    parts = [[c for c in cells if in_shard(c, (i, 3))] for i in (1, 2, 3)]
+    parts = [[c for c in cells if in_shard(c.cell_id, (i, 3))] for i in (1, 2, 3)]
     assert sum(len(p) for p in parts) == len(cells)
     assert set().union(*[set(p) for p in parts]) == set(cells)
     assert all(parts)

@@ -9,39 +9,18 @@ import sys
 
 import pytest
 import torch
-from conftest import ROOT
+from conftest import ROOT, scale_model, unit_case, unit_env
 
-from harness.plan.registry import Case
+from harness.campaign.options import Options
 from harness.plan.spec import CellSpec
 from harness.record import CellRecord, Verdict
 from harness.strategies import get_strategy
 from harness.worker import pipeline
-from harness.worker.fingerprint import collect
-from harness.worker.options import Options
 from harness.worker.pipeline import STAGE_NAMES, STAGES, StageFailed, run_cell
 
-ENV = collect("unitenv")
+ENV = unit_env()
 OPTS = Options(threads=1, latency=False, memory=False)
 NATIVE, CUSTOM = get_strategy("layernorm", "native"), get_strategy("layernorm", "decomposed")
-
-
-class Scale(torch.nn.Module):
-    def __init__(self, op, factor=2.0):
-        super().__init__()
-        self.op, self.factor = op, factor
-
-    def forward(self, x):
-        return self.op(x, (x.shape[-1],)) * self.factor
-
-
-def _case(model=None, inputs=None, **kw):
-    return Case(
-        name="unit",
-        family="layernorm",
-        model=model or (lambda params, op: Scale(op)),
-        inputs=inputs or (lambda params, shape, gen: (torch.randn(2, 5, generator=gen),)),
-        **kw,
-    )
 
 
 def _cell(opset=13, strategy="decomposed", exporter="torchscript"):
@@ -59,7 +38,7 @@ def _outcomes(record: CellRecord):
 
 
 def test_every_stage_is_recorded_in_the_order_of_STAGES():
-    record = _run(_case(), _cell())
+    record = _run(unit_case(), _cell())
     assert record.verdict is Verdict.PASS, record.reason
     assert tuple(s.name for s in record.stages) == STAGE_NAMES == tuple(spec.name for spec in STAGES)
     assert _outcomes(record)["dynamic"] == "skipped" and _outcomes(record)["latency"] == "skipped"
@@ -68,7 +47,7 @@ def test_every_stage_is_recorded_in_the_order_of_STAGES():
 
 
 def test_a_finding_names_the_verdict_and_the_walk_goes_on():
-    wrong = _case(model=lambda params, op: Scale(op, factor=2.0 if op is NATIVE.op() else 3.0))
+    wrong = unit_case(model=lambda params, op: scale_model(op, factor=2.0 if op is NATIVE.op() else 3.0))
     record = _run(wrong, _cell())
     assert record.verdict is Verdict.MISMATCH and record.reason.startswith("eager: eager vs reference")
     outcomes = _outcomes(record)
@@ -80,7 +59,7 @@ def test_a_fatal_raise_skips_every_later_stage():
     def broken(params, shape, gen):
         raise KeyError("a bug in the case")
 
-    record = _run(_case(inputs=broken), _cell())
+    record = _run(unit_case(inputs=broken), _cell())
     assert record.verdict is Verdict.HARNESS_ERROR and "KeyError" in record.reason
     assert "KeyError" in record.traceback
     assert [s.outcome for s in record.stages] == ["failed"] + ["skipped"] * (len(STAGES) - 1)
@@ -91,14 +70,14 @@ def test_a_non_fatal_raise_keeps_its_verdict_and_later_stages_run(monkeypatch):
         raise ValueError("the checker says no")
 
     monkeypatch.setattr(pipeline, "check_model", checker_refuses)
-    record = _run(_case(), _cell())
+    record = _run(unit_case(), _cell())
     assert record.verdict is Verdict.CHECK_FAILED and "the checker says no" in record.reason
     assert _outcomes(record)["load"] == "ok" and _outcomes(record)["parity"] == "ok"
 
 
 def test_opset_drift_is_a_finding_of_the_opset_stage():
     blank = _cell(opset=13).record(ENV.fingerprint, Verdict.PASS, reference="native", portability="standard", tags=())
-    state = pipeline.CellState(_cell(opset=13), _case(), CUSTOM, NATIVE, OPTS, blank)
+    state = pipeline.CellState(_cell(opset=13), unit_case(), CUSTOM, NATIVE, OPTS, blank)
     pipeline.build(state)
     pipeline.export(state)  # the graph is written at opset 13
     state.cell = _cell(opset=12)  # as though 12 had been asked for
@@ -112,7 +91,7 @@ def test_variants_and_other_shapes_are_judged_and_merged():
     def inputs(params, shape, gen):
         return (torch.randn(shape.get("N", 2), 5, generator=gen) * (-1 if shape.get("variant") else 1),)
 
-    case = _case(
+    case = unit_case(
         inputs=inputs,
         shapes=({"N": 2}, {"N": 4}, {"N": 1}),
         variants=1,
@@ -127,10 +106,10 @@ def test_variants_and_other_shapes_are_judged_and_merged():
 
 
 def test_latency_and_memory_time_the_reference_beside_the_strategy():
-    record = _run(_case(), _cell(), Options(threads=1, latency_budget_s=0.005))
+    record = _run(unit_case(), _cell(), Options(threads=1, latency_budget_s=0.005))
     assert set(record.latency) == {"eager", "ort", "reference"} and set(record.memory) == {"eager", "ort", "reference"}
     assert all(t.median_s > 0 and t.samples >= 5 for t in record.latency.values())
-    native = _run(_case(), _cell(strategy="native"), Options(threads=1, latency_budget_s=0.005))
+    native = _run(unit_case(), _cell(strategy="native"), Options(threads=1, latency_budget_s=0.005))
     assert set(native.latency) == {"eager", "ort"}  # the reference's own eager timing is the reference
 
 

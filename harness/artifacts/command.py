@@ -1,103 +1,77 @@
-"""`python -m harness convert`: each stored fp32 graph of the selection converted to each precision once, in the
-converter environment; a conversion that fails, or means nothing for its graph, is recorded (results/convert.jsonl)
-with the converter's own message. The converted graphs are judged by `harness replay` like the fp32 ones."""
+"""`python -m harness convert`: the conversion campaign. Each stored fp32 graph of the selection is converted to
+each precision once, in the converter environment, by a converter worker (a converter that crashes costs its
+graph); every conversion is recorded (results/convert.jsonl): made, failed with the converter's own message, or
+not applicable. The converted graphs are judged by `harness replay` like the fp32 ones.
+
+load -> ConversionKind -> drop_done -> open_results -> decide -> execute -> summarise
+"""
 
 from __future__ import annotations
 
 import argparse
-import sys
-import traceback
-from importlib import metadata
-from pathlib import Path
-from typing import List, Optional, Set, Tuple
+from dataclasses import dataclass
+from typing import Dict, List, Optional
 
-from harness import __version__
-from harness.artifacts.convert import PRECISIONS, NotApplicable, convert
-from harness.artifacts.store import ArtifactError, ArtifactStore, Manifest
-from harness.cli import artifacts_dir
-from harness.errors import ExitCode, UserError
-from harness.judge.stages import first_line, message_of
-from harness.record import CellRecord, Runtime, Stage, Verdict, read_results
-from harness.run.pool import new_run_id, now_iso
-from harness.run.writer import REPLAY_CODE, ResultsWriter, code_hash
+from harness.artifacts.convert import PRECISIONS, conversion_record, converter_of
+from harness.artifacts.jobs import GraphJob, graph_job, job_id, stored_graphs
+from harness.artifacts.store import ArtifactStore, Manifest
+from harness.campaign.chain import Kind, conduct, pipeline
+from harness.campaign.files import results_path, worker_log
+from harness.campaign.flags import artifacts_dir
+from harness.campaign.keys import REPLAY_CODE, Key, code_hash, in_shard, parse_shard, resume_key
+from harness.campaign.pool import WorkerConfig
+from harness.errors import UserError
+from harness.record import CellRecord, RecordKind, Verdict
 
 
 def convert_command(args: argparse.Namespace) -> int:
-    store = ArtifactStore(artifacts_dir(args))
-    precisions = _precisions(args.precision)
-    graphs = _fp32_graphs(store, args)
-    out = Path(args.out) if args.out else Path(args.results_dir) / "convert.jsonl"
-    recorded = _recorded(out)
-    writer = ResultsWriter(out)
-    stamp = dict(run_id=new_run_id(), code_hash=code_hash(only=REPLAY_CODE), harness_version=__version__)
-    counts = {"converted": 0, "kept": 0, "not_applicable": 0, "failed": 0}
-    try:
-        for manifest in graphs:
+    return pipeline(args, (ConversionKind.of, conduct))
+
+
+@dataclass
+class ConversionKind(Kind):
+    """The stored fp32 graphs of the selection, each to be converted to each precision."""
+
+    store: Optional[ArtifactStore] = None
+    sources: Optional[Dict[str, Manifest]] = None  # the fp32 graph of each job, by job id
+    noun = "conversion"
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> ConversionKind:
+        store = ArtifactStore(artifacts_dir(args))
+        precisions = _precisions(args.precision)
+        shard = parse_shard(args.shard)
+        sources = {}
+        for manifest in _fp32_graphs(store, args):
             for precision in precisions:
-                outcome = _one(store, manifest, precision, recorded, args.rerun)
-                if isinstance(outcome, CellRecord):
-                    writer.write(outcome.with_(**stamp, finished_at=now_iso()))
-                    outcome = "not_applicable" if outcome.verdict == Verdict.NOT_APPLICABLE else "failed"
-                counts[outcome] += 1
-    except KeyboardInterrupt:
-        print("interrupted: every conversion made is kept; run the same command again to resume", file=sys.stderr)
-        return ExitCode.INTERRUPTED
-    finally:
-        writer.close()
-    print(
-        f"convert: {len(graphs)} fp32 graphs x {', '.join(precisions)}: {counts['converted']} converted, "
-        f"{counts['kept']} kept from earlier, {counts['not_applicable']} not applicable, {counts['failed']} failed "
-        f"(recorded in {out})",
-        file=sys.stderr,
-    )
-    return ExitCode.OK
+                if in_shard(manifest.cell_id, shard):
+                    sources[job_id(manifest.env, manifest.cell_id, precision)] = manifest
+        jobs: List[GraphJob] = [graph_job(store, m, _precision_of(j)) for j, m in sources.items()]
+        out = results_path(args, RecordKind.CONVERSION, shard=shard)
+        return cls(args, jobs, out, "convert", code_hash(only=REPLAY_CODE), store, sources)
 
+    def key(self, job: GraphJob) -> Key:
+        source = self.sources[job.cell_id]
+        return resume_key(job.cell_id, (source.digest, converter_of(job.precision)), code=self.code)
 
-def _one(store: ArtifactStore, manifest: Manifest, precision: str, recorded: Set[Tuple[str, ...]], rerun: bool):
-    """ "converted", "kept", or the record of a conversion that failed or does not apply."""
-    converter = _converter_versions()
-    if not rerun and store.has(manifest.env, manifest.cell_id, precision):
-        done = store.read(store.folder(manifest.env, manifest.cell_id, precision) / "manifest.json")
-        if done.source == manifest.digest and done.converter in converter:
-            return "kept"
-    if not rerun and (manifest.env, manifest.cell_id, precision, manifest.digest) in recorded:
-        return "kept"
-    try:
-        convert(manifest, store, precision)
-        return "converted"
-    except NotApplicable as why:
-        return _record(manifest, precision, Verdict.NOT_APPLICABLE, f"{precision}: {why}", None)
-    except Exception as exc:  # the converter's own failure, with its message
-        stage = Stage("convert", "failed", type(exc).__name__, message_of(exc) + "\n" + traceback.format_exc()[-1500:])
-        return _record(
-            manifest, precision, Verdict.EXPORT_FAILED, f"convert: {type(exc).__name__}: {first_line(exc)}", stage
+    def record_key(self, record: CellRecord) -> Optional[Key]:
+        """A conversion whose graph the artifacts folder has lost is made again."""
+        if record.verdict == Verdict.PASS and not self.store.has(record.env, record.cell_id, record.precision):
+            return None
+        depends_on = (record.artifact, record.converter)
+        return resume_key(
+            job_id(record.env, record.cell_id, record.precision), depends_on, record.harness_version, record.code_hash
         )
 
+    def blank(self, job: GraphJob, verdict: Verdict, reason: Optional[str]) -> CellRecord:
+        return conversion_record(self.sources[job.cell_id], job.precision, converter_of(job.precision), verdict, reason)
 
-def _record(manifest: Manifest, precision: str, verdict: Verdict, reason: str, stage: Optional[Stage]) -> CellRecord:
-    exported = CellRecord.from_json(manifest.record)
-    ort = metadata.version("onnxruntime")
-    return exported.with_(
-        precision=precision,
-        runtime=Runtime("onnxruntime", ort, env="convert"),
-        converter=_converter_versions()[0 if precision == "fp16" else 1],
-        artifact=manifest.digest,
-        verdict=verdict,
-        reason=reason,
-        stages=(stage,) if stage else (),
-        parity=None,
-        eager_parity=None,
-        latency={},
-        memory={},
-        started_at=now_iso(),
-    )
+    def worker(self) -> WorkerConfig:
+        return WorkerConfig.from_args(self.args, self.name, worker_log(self.out), module="harness.artifacts.worker")
 
 
-def _converter_versions() -> Tuple[str, str]:
-    return (
-        f"onnxconverter-common {metadata.version('onnxconverter-common')}",
-        f"onnxruntime {metadata.version('onnxruntime')} quantization",
-    )
+def _precision_of(job: str) -> str:
+    return job.rpartition("@")[2]
 
 
 def _precisions(names: List[str]) -> List[str]:
@@ -109,12 +83,7 @@ def _precisions(names: List[str]) -> List[str]:
 
 def _fp32_graphs(store: ArtifactStore, args: argparse.Namespace) -> List[Manifest]:
     graphs = []
-    for path in store.manifests():
-        try:
-            manifest = store.read(path)
-        except ArtifactError as exc:
-            print(f"skipped: {exc}", file=sys.stderr)
-            continue
+    for manifest in stored_graphs(store):
         record = manifest.record
         if manifest.precision != "fp32" or (args.tag and not set(args.tag) & set(record.get("tags") or ())):
             continue
@@ -126,10 +95,3 @@ def _fp32_graphs(store: ArtifactStore, args: argparse.Namespace) -> List[Manifes
             "`nox -s matrix` keeps them, or pass --artifacts DIR"
         )
     return graphs
-
-
-def _recorded(path: Path) -> Set[Tuple[str, ...]]:
-    if not path.exists():
-        return set()
-    found = read_results(path)
-    return {(r.env, r.cell_id, r.precision, r.artifact) for r in found.records if r.verdict != Verdict.HARNESS_ERROR}

@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
+import traceback
 from dataclasses import replace
 from importlib import metadata
-from typing import Callable, Dict, Iterator, List, NamedTuple
+from typing import Callable, Dict, Iterator, List, NamedTuple, Optional
 
 import numpy as np
 
 from harness.artifacts.store import ArtifactStore, Manifest, graph_digest
+from harness.judge.graph import describe_model
 from harness.judge.parity import PRECISION_TOLERANCES
+from harness.judge.stages import first_line, message_of
+from harness.record import CellRecord, RecordKind, Runtime, Stage, Verdict, torch_free_fingerprint
 
 PRECISIONS = tuple(PRECISION_TOLERANCES)
 
@@ -97,8 +102,6 @@ def convert(manifest: Manifest, store: ArtifactStore, precision: str) -> Manifes
     if not _has_float_io(manifest, store):
         raise NotApplicable("an integer-only graph: no float tensor to convert")
     converted = CONVERTERS[precision](str(store.graph_path(manifest)), manifest, store)
-    from harness.worker.export import describe_model
-
     info = describe_model(converted.graph)
     record = dict(manifest.record, precision=precision, converter=converted.converter)
     record["export"] = {k: info[k] for k in ("nodes", "op_types", "domains", "bytes")}
@@ -133,8 +136,6 @@ def _has_float_io(manifest: Manifest, store: ArtifactStore) -> bool:
 
 
 def _has_integer_ops(graph: bytes) -> bool:
-    from harness.worker.export import describe_model
-
     ops = describe_model(graph)["op_types"]
     return any(
         op.split("::")[-1] in ("DynamicQuantizeLinear", "MatMulInteger", "ConvInteger", "QuantizeLinear") for op in ops
@@ -144,3 +145,57 @@ def _has_integer_ops(graph: bytes) -> bool:
 def _read(path: str) -> bytes:
     with open(path, "rb") as fh:
         return fh.read()
+
+
+def converter_of(precision: str) -> str:
+    """The converter that makes a precision here, with its version (a conversion's resume key holds it)."""
+    if precision == "fp16":
+        return _version("onnxconverter-common")
+    return _version("onnxruntime") + " quantization"
+
+
+def convert_job(store: ArtifactStore, manifest: Manifest, precision: str) -> CellRecord:
+    """One conversion as its record: made (pass), not applicable with the reason, or the converter's failure with
+    its own message; never raises for the converter's sake."""
+    converter = converter_of(precision)
+    start = time.monotonic()
+    try:
+        made = convert(manifest, store, precision)
+    except NotApplicable as why:
+        return conversion_record(manifest, precision, converter, Verdict.NOT_APPLICABLE, f"{precision}: {why}")
+    except Exception as exc:  # the converter's own failure, with its message
+        text = message_of(exc) + "\n" + traceback.format_exc()[-1500:]
+        stage = Stage("convert", "failed", type(exc).__name__, text, round(time.monotonic() - start, 4))
+        reason = f"convert: {type(exc).__name__}: {first_line(exc)}"
+        return conversion_record(manifest, precision, converter, Verdict.EXPORT_FAILED, reason, stage)
+    stage = Stage("convert", "ok", seconds=round(time.monotonic() - start, 4))
+    return conversion_record(manifest, precision, made.converter, Verdict.PASS, None, stage)
+
+
+def conversion_record(
+    manifest: Manifest,
+    precision: str,
+    converter: str,
+    verdict: Verdict,
+    reason: Optional[str],
+    stage: Optional[Stage] = None,
+) -> CellRecord:
+    """The exporting cell's record as the converter left it: its kind `conversion`, the converter, the fp32 graph it
+    converted (`artifact`), the converter environment's fingerprint. No runtime judged it: the replays do."""
+    exported = CellRecord.from_json(manifest.record)
+    return exported.with_(
+        kind=RecordKind.CONVERSION.value,
+        precision=precision,
+        runtime=Runtime("onnxruntime", metadata.version("onnxruntime"), env="convert"),
+        runtime_fingerprint=torch_free_fingerprint(),
+        converter=converter,
+        artifact=manifest.digest,
+        verdict=verdict,
+        reason=reason,
+        stages=(stage,) if stage else (),
+        parity=None,
+        eager_parity=None,
+        latency={},
+        memory={},
+        traceback=None,
+    )

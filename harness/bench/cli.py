@@ -25,9 +25,9 @@ from harness.bench.measure import (
 from harness.bench.table import render_table
 from harness.errors import ExitCode, UserError
 from harness.judge.measure import RSS_METHOD, set_threads
-from harness.record import Fingerprint
+from harness.record import EnvInfo, Fingerprint
 from harness.strategies.grid_sample import MODES, PADDINGS
-from harness.worker.fingerprint import EnvInfo, collect
+from harness.worker.fingerprint import collect
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -15,9 +15,9 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from harness.judge.measure import Measurement, peak_rss_of, time_callable
 from harness.plan.spec import CellSpec
-from harness.record import canonical_params
+from harness.record import EnvInfo, canonical_params
 from harness.strategies import Strategy, get_strategy
-from harness.worker.fingerprint import EnvInfo, max_opset
+from harness.worker.fingerprint import max_opset
 
 # bench-op's JSON is its own format, read by benchmarks/grid_sample_table.py, not a cell record's schema.
 BENCH_FORMAT_VERSION = 1

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from harness.errors import UserError
+from harness.record import ladder_key
 
 ENV_DIR = Path(__file__).resolve().parents[2] / "environments"
 # Runtime environments: where stored graphs are replayed (harness replay). A Python and exact pins, no torch.
@@ -151,6 +152,13 @@ def load_environments(folder: Path = ENV_DIR, device: str = "cpu") -> List[Envir
     if dupes:
         raise UserError(f"environments named twice: {', '.join(sorted(dupes))}; give each file its own name")
     return [e for e in envs if e.device == device]
+
+
+def ladder(device: str = "cpu") -> List[Environment]:
+    """The runtime environments in ladder order (harness.record.ladder_key): onnxruntime by version, then OpenVINO
+    by version; the noxfile chains the replays and CI checks them in this order."""
+    envs = load_environments(RUNTIME_DIR, device=device)
+    return sorted(envs, key=lambda e: ladder_key(e.runtime or "", e.pin(e.runtime or "") or e.pins[0].split("==")[-1]))
 
 
 def cache_dir() -> Path:

@@ -123,7 +123,11 @@ def python_version_of(exe: str) -> str:
 
 
 class Provisioner:
-    """Creates or reuses the venv of one environment; installs mmcv from the wheel cache or builds it."""
+    """Creates or reuses the venv of one environment; installs mmcv from the wheel cache or builds it.
+
+    `venv(build_mmcv=False)` leaves an mmcv that is not in the wheel cache for later (`install_mmcv`): the
+    noxfile runs the cells that need no mmcv, and renders the page, before the compiler takes the cores.
+    """
 
     def __init__(self, env: Environment, log: Log = print, extra: Sequence[str] = ()) -> None:
         self.env = env
@@ -131,7 +135,14 @@ class Provisioner:
         self.extra = tuple(extra)
         self.cache = cache_dir()
 
-    def venv(self) -> Path:
+    def venv(self, build_mmcv: bool = True) -> Path:
+        venv = self._pinned_venv()
+        if self.env.mmcv and not self.mmcv_settled(venv) and (build_mmcv or self.mmcv_cached(venv)):
+            self.install_mmcv(venv)
+        return venv
+
+    def _pinned_venv(self) -> Path:
+        """The venv with every pin (mmcv's runtime pins too, in one resolve), mmcv itself aside."""
         exe = find_python(self.env.python)
         full = python_version_of(exe)
         venv = self.cache / "venvs" / f"{self.env.name}-{self.env.venv_hash(full, self.extra)}"
@@ -150,8 +161,6 @@ class Provisioner:
         # dependency (packaging) under the test tools and print a resolver conflict
         runtime = list(self.env.mmcv.runtime) if self.env.mmcv else []
         self._check(pip + ["install", "-q"] + index + list(self.env.pins) + runtime + list(self.extra))
-        if self.env.mmcv:
-            self._install_mmcv(venv, pip)
         stamp.write_text("\n".join(self.env.pins) + "\n")
         self.log(f"{self.env.name}: environment ready in {time.monotonic() - start:.0f} s")
         return venv
@@ -174,7 +183,23 @@ class Provisioner:
     def unavailable_file(self, venv: Path) -> Path:
         return venv / "mmcv-unavailable.txt"
 
-    def _install_mmcv(self, venv: Path, pip: List[str]) -> None:
+    def mmcv_settled(self, venv: Path) -> bool:
+        """mmcv is installed in the venv, or known not to build (its reason written beside the venv)."""
+        if self.unavailable_file(venv).exists():
+            return True
+        code = "import importlib.metadata as m, sys; sys.exit(not any(d.metadata['Name'] in ('mmcv', 'mmcv-full') "
+        code += "for d in m.distributions()))"
+        return subprocess.run([str(venv_python(venv)), "-c", code]).returncode == 0
+
+    def mmcv_cached(self, venv: Path) -> bool:
+        """Its wheel is in the cache already (installing it takes seconds)."""
+        wheels = self.cache / "wheels" / self.mmcv_key(venv)
+        return wheels.is_dir() and any(wheels.glob("*.whl"))
+
+    def install_mmcv(self, venv: Path) -> None:
+        """mmcv from the wheel cache, or built (minutes of the compiler on every core); a failure is written beside
+        the venv as the reason its cells are not applicable."""
+        pip = [str(venv_python(venv)), "-m", "pip", "--disable-pip-version-check"]
         mmcv = self.env.mmcv
         key = self.mmcv_key(venv)
         wheels = self.cache / "wheels" / key

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from harness.plan.spec import CellSpec
+from harness.record import EnvInfo
 from harness.strategies import Strategy
-from harness.worker.fingerprint import EnvInfo
 
 
 @dataclass(frozen=True)

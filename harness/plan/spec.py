@@ -9,7 +9,6 @@ import zlib
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from harness.errors import UserError
 from harness.plan.registry import Case
 from harness.record import CellRecord, Fingerprint, Runtime, Verdict, canonical_params
 
@@ -168,27 +167,3 @@ def _opsets(case: Case, selection: Selection, max_opset: int) -> List[int]:
     if case.opsets:
         return sorted(set(case.opsets) | {max_opset})
     return list(default_opsets(max_opset))
-
-
-def parse_shard(text: Optional[str]) -> Optional[Tuple[int, int]]:
-    if not text:
-        return None
-    try:
-        index, count = (int(x) for x in text.split("/"))
-    except ValueError:
-        raise UserError(f"--shard {text}: expected I/N with 1 <= I <= N, for example --shard 2/4") from None
-    if not 1 <= index <= count:
-        raise UserError(f"--shard {text}: expected I/N with 1 <= I <= N, for example --shard 2/4")
-    return index, count
-
-
-def in_shard(cell: CellSpec, shard: Optional[Tuple[int, int]]) -> bool:
-    """Deterministic split by the cell's own id, so every machine agrees without talking."""
-    if shard is None:
-        return True
-    index, count = shard
-    return int(cell.cell_id, 16) % count == index - 1
-
-
-def select_list(cells: List[CellSpec], shard: Optional[Tuple[int, int]]) -> List[CellSpec]:
-    return [c for c in cells if in_shard(c, shard)]

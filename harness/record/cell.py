@@ -11,7 +11,8 @@ import json
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
-from harness.record.terms import SCHEMA_VERSION, Verdict, canonical_params, clean
+from harness.record.migrations import MIGRATIONS, migrate
+from harness.record.terms import SCHEMA_VERSION, RecordKind, Verdict, canonical_params, clean
 
 FINGERPRINT_KEYS = (
     "python",
@@ -39,12 +40,14 @@ class RecordError(ValueError):
 
 @dataclass(frozen=True)
 class Fingerprint:
-    """What was really installed where a cell ran (not what was pinned)."""
+    """What was really installed in one environment (not what was pinned): an exporting environment's, or a
+    runtime or converter environment's (no torch there)."""
 
     python: Optional[str] = None
     torch: Optional[str] = None
     onnx: Optional[str] = None
     onnxruntime: Optional[str] = None
+    openvino: Optional[str] = None
     onnxscript: Optional[str] = None
     mmcv: Optional[str] = None
     platform: Optional[str] = None
@@ -60,8 +63,11 @@ class Fingerprint:
         data["ort_providers"] = list(self.ort_providers)
         return data
 
-    def hash(self) -> str:
-        return hashlib.sha1(json.dumps(self.to_json(), sort_keys=True).encode()).hexdigest()[:12]
+    def hash(self, leave_out: Tuple[str, ...] = ()) -> str:
+        """A short hash of the fingerprint; `leave_out` names fields a job does not depend on (mmcv, for a cell
+        whose strategy does not use it), so that installing them later keeps its record."""
+        data = {k: v for k, v in self.to_json().items() if k not in leave_out}
+        return hashlib.sha1(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Fingerprint:
@@ -126,7 +132,8 @@ class ExportInfo:
 @dataclass(frozen=True)
 class Runtime:
     """What judged the exported graph: the exporting environment's onnxruntime, or the runtime environment a
-    replay ran in (`env` names it; None for the exporting environment itself)."""
+    replay ran in (`env` names it; None for the exporting environment itself). A conversion's record names the
+    converter environment's onnxruntime here; its `kind` says that no runtime judged it."""
 
     name: str  # onnxruntime, openvino
     version: Optional[str]
@@ -177,8 +184,10 @@ class CellRecord:
     artifact: str = ""  # digest of the stored graph and its samples (harness.artifacts), "" when none was kept
     portability: str = "standard"
     tags: Tuple[str, ...] = ()
-    # where and when
-    fingerprint: Fingerprint = Fingerprint()
+    # what kind of job wrote it, where and when
+    kind: str = RecordKind.EXPORT.value  # export, replay, conversion (harness.record.RecordKind)
+    fingerprint: Fingerprint = Fingerprint()  # the exporting environment's, for a replay or a conversion too
+    runtime_fingerprint: Optional[Fingerprint] = None  # the runtime or converter environment's; None for an export
     fingerprint_hash: str = ""
     env_limits: Dict[str, str] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
@@ -194,8 +203,10 @@ class CellRecord:
         return canonical_params(self.params)
 
     def key(self) -> Tuple[Any, ...]:
-        """The cell's identity across files: what a newer record of the same cell supersedes."""
+        """The cell's identity across files: what a newer record of the same cell supersedes. A conversion's record
+        and a replay's of the same graph differ by their kind (both name onnxruntime 1.32, say)."""
         return (
+            self.kind,
             self.env,
             self.case,
             self.params_key,
@@ -217,6 +228,8 @@ class CellRecord:
     def to_json(self) -> Dict[str, Any]:
         data = clean(asdict(self))
         data["fingerprint"] = self.fingerprint.to_json()
+        if self.runtime_fingerprint is not None:
+            data["runtime_fingerprint"] = self.runtime_fingerprint.to_json()
         return data
 
     def to_line(self) -> str:
@@ -225,7 +238,7 @@ class CellRecord:
     @classmethod
     def from_json(cls, data: Any) -> CellRecord:
         """A record from its JSON object, migrated from an older schema; RecordError when it is none of ours."""
-        migrated = _migrate(_checked(data))
+        migrated = migrate(_checked(data))
         try:
             return _typed(migrated)
         except RecordError:
@@ -254,6 +267,7 @@ REQUIRED: Tuple[Tuple[str, type], ...] = (
     ("finished_at", str),
 )
 _VERDICTS = {v.value for v in Verdict}
+_KINDS = {k.value for k in RecordKind}
 
 
 def _checked(data: Any) -> Dict[str, Any]:
@@ -275,6 +289,8 @@ def _checked(data: Any) -> Dict[str, Any]:
             raise RecordError(f"key {key!r} should be {kind.__name__}, got {json.dumps(value)[:40]}", kind="malformed")
     if data["verdict"] not in _VERDICTS:
         raise RecordError("unknown verdict " + json.dumps(data["verdict"])[:40], kind="malformed")
+    if data.get("kind", RecordKind.EXPORT.value) not in _KINDS:
+        raise RecordError("unknown record kind " + json.dumps(data["kind"])[:40], kind="malformed")
     return data
 
 
@@ -286,6 +302,7 @@ SHAPES: Tuple[Tuple[str, type], ...] = (
     ("env_limits", dict),
     ("operators", dict),
     ("fingerprint", dict),
+    ("runtime_fingerprint", dict),
     ("latency", dict),
     ("memory", dict),
     ("parity", dict),
@@ -358,35 +375,12 @@ def _typed(data: Dict[str, Any]) -> CellRecord:
         else _part(ExportInfo, dict(export, domains=tuple(export.get("domains") or ()))),
         runtime=_runtime(data.get("runtime")),
         fingerprint=Fingerprint.from_json(data.get("fingerprint") or {}),
+        runtime_fingerprint=None
+        if data.get("runtime_fingerprint") is None
+        else Fingerprint.from_json(data["runtime_fingerprint"]),
         tags=tuple(str(t) for t in data.get("tags") or ()),
         ort_providers=tuple(data.get("ort_providers") or ()),
         env_limits=dict(data.get("env_limits") or {}),
         operators=dict(data.get("operators") or {}),
     )
     return CellRecord(**values)
-
-
-# Migrations, asv-style: each takes a record of version N and returns one of version N + 1. -------------
-
-# The families' reference strategies when schema 1 was written (schema 1 records did not name them).
-SCHEMA1_REFERENCES = {"control_flow": "eager"}
-
-
-def _from_1(data: Dict[str, Any]) -> Dict[str, Any]:
-    fingerprint = data.get("fingerprint") if isinstance(data.get("fingerprint"), dict) else {}
-    return dict(
-        data,
-        schema_version=2,
-        reference=SCHEMA1_REFERENCES.get(data["family"], "native"),
-        runtime={"name": "onnxruntime", "version": fingerprint.get("onnxruntime")},
-        precision="fp32",
-    )
-
-
-MIGRATIONS: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {1: _from_1}
-
-
-def _migrate(data: Dict[str, Any]) -> Dict[str, Any]:
-    while data["schema_version"] != SCHEMA_VERSION:
-        data = MIGRATIONS[data["schema_version"]](data)
-    return data

@@ -9,7 +9,18 @@ import re
 from enum import Enum
 from typing import Any, Mapping, Optional, Tuple
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+
+
+class RecordKind(str, Enum):
+    """What job wrote a record; every record says it, the page never infers it."""
+
+    EXPORT = "export"  # a cell exported and judged by its own environment's onnxruntime
+    REPLAY = "replay"  # a stored graph judged again by a runtime environment of the ladder
+    CONVERSION = "conversion"  # a converter's own result for a stored graph (made, failed, or not applicable)
+
+    def __str__(self) -> str:
+        return self.value
 
 
 class Verdict(str, Enum):
@@ -109,3 +120,33 @@ def clean(value: Any) -> Any:
     if isinstance(value, Enum):
         return value.value
     return value
+
+
+# The runtime ladder's order: onnxruntime by version, then OpenVINO by version, then any other runtime by name.
+RUNTIME_ORDER = ("onnxruntime", "openvino")
+
+
+def ladder_key(name: str, version: Optional[str]) -> Tuple[int, str, Tuple[int, ...]]:
+    """Where a runtime (its record's name and version) stands on the ladder; the noxfile and the page both sort
+    by it."""
+    rank = RUNTIME_ORDER.index(name) if name in RUNTIME_ORDER else len(RUNTIME_ORDER)
+    return (rank, name, parse_version(version) or (999,))
+
+
+_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
+_SYSTEMS = {"linux": "linux", "windows": "win", "macos": "macos", "darwin": "macos"}
+
+
+def platform_tag(platform: Any) -> str:
+    """ "Linux-6.1.0-28-amd64-x86_64-with-glibc2.36" -> "linux_x86_64": Python's platform.platform() in the words
+    of the environment files' `platforms` (linux_x86_64, linux_aarch64, win_amd64), for this machine (the
+    noxfile) and for a fingerprint (the page); "—" when none was recorded, the text itself when it names no
+    known system."""
+    if not isinstance(platform, str) or not platform:
+        return "—"
+    words = platform.lower().split("-")
+    arch = next((_ARCH[w] for w in reversed(words) if w in _ARCH), None)
+    system = next((_SYSTEMS[w] for w in words if w in _SYSTEMS), None)
+    if system == "win":
+        return "win_amd64" if arch in (None, "x86_64") else f"win_{arch}"
+    return f"{system}_{arch}" if system and arch else platform

@@ -9,12 +9,12 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from harness.artifacts.store import ArtifactStore, Manifest, Sample
+from harness.campaign.options import Options
 from harness.judge import parity as parity_mod
 from harness.judge.measure import peak_rss_of, time_callable
 from harness.judge.stages import StageFailed, StageSpec, walk
-from harness.record import CellRecord, Parity, Peak, Verdict
+from harness.record import CellRecord, Parity, Peak, RecordKind, Verdict
 from harness.replay.runtimes import Loaded, RuntimeAdapter
-from harness.worker.options import Options
 
 
 @dataclass
@@ -102,7 +102,9 @@ def replay_blank(
     """The exporting cell as this runtime sees it, before any stage: its identity and export, this runtime."""
     exported = CellRecord.from_json(manifest.record)
     return exported.with_(
+        kind=RecordKind.REPLAY.value,
         runtime=adapter.describe(),
+        runtime_fingerprint=adapter.fingerprint(),
         artifact=manifest.digest,
         precision=manifest.precision,
         converter=manifest.converter,

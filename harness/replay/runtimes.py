@@ -4,14 +4,13 @@ hand the timer a call. onnxruntime and OpenVINO; neither torch nor onnx is impor
 from __future__ import annotations
 
 import platform
-from typing import Any, Callable, List, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from harness.errors import UserError
 from harness.judge.session import OrtSession
-from harness.record import Runtime
-from harness.worker.fingerprint import dist_version
+from harness.record import Fingerprint, Runtime, dist_version, torch_free_fingerprint
 
 
 class Loaded:
@@ -36,6 +35,7 @@ class RuntimeAdapter:
         self.env_name = env_name
         self.device = device
         self.version = dist_version(*self.distributions())
+        self._fingerprint: Optional[Fingerprint] = None
 
     def distributions(self) -> Tuple[str, ...]:
         raise NotImplementedError
@@ -55,6 +55,13 @@ class RuntimeAdapter:
             platform=platform.platform(),
             providers=self.providers(),
         )
+
+    def fingerprint(self) -> Fingerprint:
+        """This runtime environment as installed (no torch here): what a replay record keeps beside the
+        exporting environment's fingerprint."""
+        if self._fingerprint is None:
+            self._fingerprint = torch_free_fingerprint(self.providers())
+        return self._fingerprint
 
 
 class OnnxRuntime(RuntimeAdapter):

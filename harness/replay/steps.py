@@ -1,118 +1,74 @@
-"""`python -m harness replay` as a chain of small steps, like `harness run`: each takes the replay so far and fills
-in its part; one that returns an int ends the chain with that exit code.
+"""`python -m harness replay`: the replay campaign. Its own tasks find the stored graphs and this runtime; the
+shared steps (harness.campaign.chain) judge them.
 
-load -> discover -> expand -> drop_done -> execute -> summarise
+load -> discover -> select -> ReplayKind -> drop_done -> open_results -> decide -> execute -> summarise
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional
 
-from harness import __version__
-from harness.artifacts.store import ArtifactError, ArtifactStore, Manifest
-from harness.cli import artifacts_dir, pinned_cpus
+from harness.artifacts.jobs import GraphJob, graph_job, job_id, stored_graphs
+from harness.artifacts.store import ArtifactStore, Manifest
+from harness.campaign.chain import Kind, conduct, pipeline
+from harness.campaign.files import results_path, worker_log
+from harness.campaign.flags import artifacts_dir
+from harness.campaign.keys import REPLAY_CODE, Key, code_hash, in_shard, parse_shard, resume_key
+from harness.campaign.pool import WorkerConfig
 from harness.errors import UserError
-from harness.plan.spec import parse_shard
-from harness.record import CellRecord, Verdict, read_results, set_aside_torn_lines
+from harness.record import CellRecord, RecordKind, Verdict
 from harness.replay.judge import replay_blank
 from harness.replay.runtimes import ADAPTERS, RuntimeAdapter, adapter_for
-from harness.run.chain import exit_code, run_chain, until_done_or_interrupted, write_outcome
-from harness.run.pool import WorkerConfig, WorkerPool, new_run_id
-from harness.run.progress import Progress
-from harness.run.writer import REPLAY_CODE, ResultsWriter, code_hash
-from harness.worker.options import Options
-
-
-@dataclass(frozen=True)
-class ReplayJob:
-    """One stored graph to judge: what the pool sends a replay worker."""
-
-    manifest: str
-    env: str
-    cell: str  # the exporting cell's id
-    precision: str
-    text: str
-
-    @property
-    def cell_id(self) -> str:
-        return job_id(self.env, self.cell, self.precision)
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"manifest": self.manifest}
-
-    def label(self) -> str:
-        return self.text
 
 
 @dataclass
 class Replay:
-    """Everything the steps of one replay learn, in the order they learn it."""
+    """What the replay command's own tasks learn before its campaign."""
 
     args: argparse.Namespace
     store: Optional[ArtifactStore] = None
     manifests: Dict[str, Manifest] = field(default_factory=dict)  # by job id
-    unreadable: List[str] = field(default_factory=list)
+    jobs: List[GraphJob] = field(default_factory=list)
     adapter: Optional[RuntimeAdapter] = None
-    jobs: List[ReplayJob] = field(default_factory=list)
     judged_at_export: int = 0  # graphs whose exporting cell already ran them in this very runtime
-    out: Path = Path("results")
-    code: str = ""
-    resumed: int = 0
-    todo: List[ReplayJob] = field(default_factory=list)
-    run_id: str = ""
-    writer: Optional[ResultsWriter] = None
-    progress: Optional[Progress] = None
-    harness_errors: int = 0
-    interrupted: bool = False
-
-
-Step = Callable[[Replay], Optional[int]]
 
 
 def replay_command(args: argparse.Namespace) -> int:
-    return run_chain(Replay(args), STEPS)
+    return pipeline(Replay(args), (load, discover, select, ReplayKind.of, conduct))
 
 
-def load(r: Replay) -> Optional[int]:
-    """The stored graphs the selection names; an unreadable manifest is named and skipped, never fatal."""
+def load(r: Replay) -> Replay:
+    """The stored graphs the selection names."""
     r.store = ArtifactStore(artifacts_dir(r.args))
-    for path in r.store.manifests():
-        try:
-            manifest = r.store.read(path)
-        except ArtifactError as exc:
-            r.unreadable.append(str(exc))
-            continue
+    for manifest in stored_graphs(r.store):
         if _selected(manifest, r.args):
-            label = _label(manifest.record) + ("" if manifest.precision == "fp32" else f" {manifest.precision}")
-            job = ReplayJob(str(path), manifest.env, manifest.cell_id, manifest.precision, label)
+            job = graph_job(r.store, manifest, manifest.precision)
             r.manifests[job.cell_id] = manifest
             r.jobs.append(job)
-    for line in r.unreadable:
-        print(f"skipped: {line}", file=sys.stderr)
     if not r.jobs:
         raise UserError(
             f"no stored graph under {r.store.root} matches the selection; `nox -s matrix` (or `harness run`) keeps "
             "each exported graph there, or pass --artifacts DIR"
         )
-    return None
+    return r
 
 
-def discover(r: Replay) -> Optional[int]:
+def discover(r: Replay) -> Replay:
     """This environment's runtime, as installed."""
     name = r.args.runtime or os.environ.get("HARNESS_RUNTIME")
     if not name:
         raise UserError("name this runtime environment: --runtime NAME (nox's replay session passes it)")
+    if len(r.args.device) != 1:
+        raise UserError(f"--device {','.join(r.args.device)}: a replay judges on one device; pass --device cpu or cuda")
     kind = r.args.runtime_kind or os.environ.get("HARNESS_RUNTIME_KIND") or _installed_kind()
-    r.adapter = adapter_for(kind, name, r.args.device)
-    return None
+    r.adapter = adapter_for(kind, name, r.args.device[0])
+    return r
 
 
-def expand(r: Replay) -> Optional[int]:
+def select(r: Replay) -> Replay:
     """Leave out the graphs their exporting cell already judged in this very runtime; keep this machine's shard."""
     mine = (r.adapter.name, r.adapter.version)
     runtime_of = {j: (m.record.get("runtime") or {}) for j, m in r.manifests.items()}
@@ -124,57 +80,53 @@ def expand(r: Replay) -> Optional[int]:
     ]
     r.judged_at_export = len(same)
     shard = parse_shard(r.args.shard)
-    r.jobs = [j for j in r.jobs if j not in same and (shard is None or int(j.cell, 16) % shard[1] == shard[0] - 1)]
-    name = f"replay-{r.adapter.env_name}" + (f".shard-{shard[0]}-of-{shard[1]}" if shard else "") + ".jsonl"
-    r.out = Path(r.args.out) if r.args.out else Path(r.args.results_dir) / name
-    return None
+    r.jobs = [j for j in r.jobs if j not in same and in_shard(j.cell, shard)]
+    return r
 
 
-def drop_done(r: Replay) -> Optional[int]:
-    """Graphs already judged here, unchanged, by this runtime and this replay code, are kept."""
-    moved, aside = set_aside_torn_lines(r.out)
-    if moved:
-        print(f"{r.out}: {moved} torn line(s) moved to {aside}; their graphs are judged again", file=sys.stderr)
-    r.code = code_hash(only=REPLAY_CODE)
-    runtime = r.adapter.describe()
-    done = set() if r.args.rerun else _done_keys(r.out)
-    r.todo = [j for j in r.jobs if _key(j.cell_id, r.manifests[j.cell_id].digest, runtime, r.code) not in done]
-    r.resumed = len(r.jobs) - len(r.todo)
-    return None
+@dataclass
+class ReplayKind(Kind):
+    """Stored graphs judged in this runtime environment, one worker process (one runtime load) per core."""
 
+    replay: Optional[Replay] = None
+    noun = "graph"
 
-def execute(r: Replay) -> Optional[int]:
-    """Each graph in a replay worker process; every record written as it ends."""
-    r.run_id = new_run_id()
-    if not r.args.quiet:
-        print(
-            f"{r.adapter.env_name}: {r.adapter.name} {r.adapter.version}; {len(r.jobs)} stored graphs, "
-            f"{r.resumed} already in {r.out}, {len(r.todo)} to judge; {_judged_at_export_line(r)}",
-            file=sys.stderr,
+    @classmethod
+    def of(cls, r: Replay) -> ReplayKind:
+        out = results_path(r.args, RecordKind.REPLAY, r.adapter.env_name, parse_shard(r.args.shard))
+        return cls(r.args, list(r.jobs), out, r.adapter.env_name, code_hash(only=REPLAY_CODE), r)
+
+    def key(self, job: GraphJob) -> Key:
+        manifest = self.replay.manifests[job.cell_id]
+        return resume_key(job.cell_id, (manifest.digest, self.replay.adapter.describe()), code=self.code)
+
+    def record_key(self, record: CellRecord) -> Optional[Key]:
+        depends_on = (record.artifact, record.runtime)
+        return resume_key(
+            job_id(record.env, record.cell_id, record.precision), depends_on, record.harness_version, record.code_hash
         )
-    r.writer = ResultsWriter(r.out)
-    r.progress = Progress(len(r.todo), r.adapter.env_name, quiet=r.args.quiet, resumed=r.resumed)
-    pool = WorkerPool(_config(r), size=max(1, r.args.jobs), make_record=lambda j, v, why: _blank(r, j, v, why))
-    until_done_or_interrupted(
-        r, lambda: pool.run(r.todo, lambda o: write_outcome(r, o), lambda j: r.progress.started(j.label()))
-    )
-    return None
 
+    def blank(self, job: GraphJob, verdict: Verdict, reason: Optional[str]) -> CellRecord:
+        return replay_blank(self.replay.manifests[job.cell_id], self.replay.adapter, verdict, reason)
 
-def summarise(r: Replay) -> Optional[int]:
-    print(f"{r.progress.summary()}; results in {r.out}", file=sys.stderr)
-    print(f"{r.adapter.env_name}: {_judged_at_export_line(r)}", file=sys.stderr)
-    return exit_code(r, "judged graph")
+    def worker(self) -> WorkerConfig:
+        adapter = self.replay.adapter
+        extra = ("--runtime-kind", adapter.name, "--device", adapter.device)
+        return WorkerConfig.from_args(
+            self.args, self.name, worker_log(self.out), module="harness.replay.worker", extra=extra
+        )
 
+    def announce(self, resumed: int, todo: int) -> str:
+        adapter = self.replay.adapter
+        head = f"{self.name}: {adapter.name} {adapter.version}; {len(self.jobs)} stored graphs"
+        return f"{head}, {resumed} already in {self.out}, {todo} to judge; {self._judged_at_export_line()}"
 
-STEPS: Sequence[Step] = (load, discover, expand, drop_done, execute, summarise)
+    def summary(self) -> List[str]:
+        return [self._judged_at_export_line()]
 
-
-# Helpers of the steps ---------------------------------------------------------------------------------
-
-
-def job_id(env: str, cell: str, precision: str) -> str:
-    return f"{env}/{cell}" + ("" if precision == "fp32" else f"@{precision}")
+    def _judged_at_export_line(self) -> str:
+        own = f"{self.replay.adapter.name} {self.replay.adapter.version}"
+        return f"{self.replay.judged_at_export} graphs left out: their exporting environment's own {own} judged them"
 
 
 def _selected(manifest: Manifest, args: argparse.Namespace) -> bool:
@@ -182,10 +134,6 @@ def _selected(manifest: Manifest, args: argparse.Namespace) -> bool:
     wanted = (("env", args.from_env), ("case", args.case), ("family", args.family), ("strategy", args.strategy))
     chosen = all(not names or record.get(key) in names for key, names in wanted)
     return chosen and (not args.precision or manifest.precision in args.precision)
-
-
-def _label(record: Dict[str, Any]) -> str:
-    return f"{record.get('env')} {record.get('case')} {record.get('strategy')} opset {record.get('opset')}"
 
 
 def _installed_kind() -> str:
@@ -197,55 +145,3 @@ def _installed_kind() -> str:
             f"this Python has {' and '.join(kinds) or 'no runtime'}: pass --runtime-kind ({', '.join(ADAPTERS)})"
         )
     return kinds[0]
-
-
-def _judged_at_export_line(r: Replay) -> str:
-    own = f"{r.adapter.name} {r.adapter.version}"
-    return f"{r.judged_at_export} graphs left out: their exporting environment's own {own} judged them"
-
-
-def _key(job_id: str, digest: str, runtime: Any, code: str) -> Tuple[Any, ...]:
-    return (job_id, digest, runtime, f"{__version__}+{code}")
-
-
-def _done_keys(path: Path) -> set:
-    if not path.exists():
-        return set()
-    found = read_results(path)
-    if found.refusal is not None:
-        raise UserError(f"{found.refusal.line()}; or pass --out to write elsewhere")
-    return {
-        (
-            job_id(rec.env, rec.cell_id, rec.precision),
-            rec.artifact,
-            rec.runtime,
-            f"{rec.harness_version}+{rec.code_hash}",
-        )
-        for rec in found.records
-        if rec.verdict != Verdict.HARNESS_ERROR
-    }
-
-
-def _config(r: Replay) -> WorkerConfig:
-    args = r.args
-    options = Options(
-        threads=args.threads,
-        latency=not args.no_latency,
-        memory=not args.no_memory,
-        latency_budget_s=args.latency_budget,
-        artifacts_dir=str(r.store.root.resolve()),
-    )
-    return WorkerConfig(
-        env_name=r.adapter.env_name,
-        options=options,
-        memory_limit_mb=args.memory_limit_mb,
-        timeout_s=args.timeout,
-        log_path=r.out.with_suffix(".worker.log"),
-        module="harness.replay.worker",
-        cpus=pinned_cpus(args),
-        extra=("--runtime-kind", r.adapter.name, "--device", r.adapter.device),
-    )
-
-
-def _blank(r: Replay, job: ReplayJob, verdict: Verdict, reason: Optional[str]) -> CellRecord:
-    return replay_blank(r.manifests[job.cell_id], r.adapter, verdict, reason)

@@ -4,35 +4,26 @@ this process down, never the replay."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 import traceback
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
-from harness.worker.loop import serve_jobs
-
-
-def _parse(argv: Optional[List[str]]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m harness.replay.worker", description="started by `harness replay`")
-    parser.add_argument("--env", required=True, help="the runtime environment's name")
-    parser.add_argument("--options", default="{}", help="harness.worker.options.Options as JSON")
-    parser.add_argument("--runtime-kind", required=True)
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--memory-limit-mb", type=int, default=None)
-    parser.add_argument("--cpu", type=int, default=None, help="the core this worker is pinned to")
-    return parser.parse_args(argv)
+from harness.campaign.serve import serve_jobs, worker_parser
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    args = _parse(argv)
+    parser = worker_parser("python -m harness.replay.worker", "started by `harness replay`")
+    parser.add_argument("--runtime-kind", required=True)
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args(argv)
 
     def make() -> Callable[[Dict[str, Any]], Dict[str, Any]]:
         from harness.artifacts.store import ArtifactStore
+        from harness.campaign.options import Options
         from harness.record import Verdict
         from harness.replay.judge import replay_blank, replay_graph
         from harness.replay.runtimes import adapter_for
-        from harness.worker.options import Options
 
         opts = Options.from_json(args.options)
         adapter = adapter_for(args.runtime_kind, args.env, args.device)

@@ -65,10 +65,12 @@ def fingerprint_shown(fingerprint: Fingerprint) -> Dict[str, Any]:
     return shown
 
 
-def runtime_shown(judged_by: Tuple[Runtime, str, str]) -> Dict[str, Any]:
-    """The runtime that judged the graph, and the precision it judged, as the details panel lists them."""
-    runtime, precision, converter = judged_by
+def runtime_shown(judged_by: Tuple[Runtime, str, str, str]) -> Dict[str, Any]:
+    """The runtime that judged the graph, and the precision it judged, as the details panel lists them; the record's
+    kind (export, replay, conversion) says whose runtime it was."""
+    runtime, precision, converter, kind = judged_by
     return {
+        "record": kind,
         "runtime": runtime_label(runtime.name, runtime.version),
         "runtime environment": runtime.env,
         "python": runtime.python,
@@ -128,7 +130,7 @@ def detail(
         "m": {t: [number(m.peak_bytes), _said(strings, m.method)] for t, m in record.memory.items()},
         "x": _export(record) if export else None,
         "f": fingerprints.add_made(record.fingerprint, fingerprint_shown),
-        "rt": runtimes.add_made((record.runtime, record.precision, record.converter), runtime_shown),
+        "rt": runtimes.add_made((record.runtime, record.precision, record.converter, record.kind), runtime_shown),
         "a": record.artifact or None,
         "t": [record.started_at, record.finished_at, number(record.wall_s)],
         # the run and the harness version are shared by many cells: stored once, like messages

@@ -75,7 +75,11 @@ def export_row(record: CellRecord, fingerprint: Dict[str, Any]) -> Dict[str, Any
     row = flat_row(0, record)
     for key in ("idx", "lat_rt", "mem_rt", "own", "home", "runtime_name", "exported"):
         row.pop(key)
-    row.update(runtime=record.runtime.name, runtime_version=record.runtime.version, runtime_env=record.runtime.env)
+    row.update(
+        runtime=record.runtime.name,
+        runtime_version=record.runtime.version,
+        runtime_env=record.runtime.env,
+    )
     for key, value in sorted(record.params.items()):
         row["param_" + key] = json.dumps(value) if isinstance(value, (list, dict)) else value
     for target, timing in sorted(record.latency.items()):

@@ -15,6 +15,7 @@ from harness.record import PORTABILITY_LABELS, PORTABILITY_SHORT, CellRecord, po
 from harness.report.changes import KINDS
 from harness.report.details import Interned, detail, link_replays
 from harness.report.runtimes import CELL, homes, ladder
+from harness.report.table import EXPORT
 from harness.report.upgrade import Side, UpgradeDiff
 from harness.report.vocab import (
     CELL_DIMS,
@@ -59,8 +60,8 @@ def row_labels(records: Sequence[CellRecord]) -> Dict[Tuple[str, str], str]:
     """The compact label of each (case, params): only the parameters that vary within the case, in the order the
     case gives them (as its exporting records keep them; a replay's file may hold them sorted)."""
     by_case: Dict[str, Dict[str, Mapping[str, Any]]] = {}
-    replays = [r for r in records if r.runtime.env is not None]
-    for record in [r for r in records if r.runtime.env is None] + replays:
+    replays = [r for r in records if r.kind != EXPORT]
+    for record in [r for r in records if r.kind == EXPORT] + replays:
         by_case.setdefault(record.case, {}).setdefault(record.params_key, record.params)
     labels = {}
     for case, params in by_case.items():

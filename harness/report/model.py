@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 import pandas as pd
 
-from harness.record import SCHEMA_VERSION, CellRecord, parse_version
+from harness.record import SCHEMA_VERSION, CellRecord, parse_version, platform_tag
 from harness.report import matrix
 from harness.report.advisor import advise, grouped_rows
 from harness.report.cards import AdvisorView, advisor_view
@@ -19,14 +19,13 @@ from harness.report.ladder import LadderView, ladder_view
 from harness.report.load import Loaded, SourceFile
 from harness.report.precision import PrecisionView, precision_view
 from harness.report.runtimes import exporting, homes, judged, ladder, runtimes_of
-from harness.report.table import CONVERSION_ENV, FP32, build_frame, safe_json
+from harness.report.table import EXPORT, FP32, REPLAY, build_frame, made_its_graph, safe_json
 from harness.report.upgrade import all_pairs, runtime_pairs
 from harness.report.vocab import (
     DIM_LABEL,
     FINGERPRINT_COLUMNS,
     VERDICTS,
     family_sort_key,
-    platform_tag,
     precision_sort_key,
     runtime_label,
     strategy_sort_key,
@@ -184,7 +183,7 @@ def environments(records: Sequence[CellRecord], envs: Sequence[str]) -> List[Env
 def runtime_rows(records: Sequence[CellRecord], envs: Sequence[str]) -> List[RuntimeRow]:
     """One row per runtime environment that replayed graphs, on the ladder (the converter judged none)."""
     seen: Dict[Tuple[str, str], Dict[str, Any]] = {}
-    replays = (r for r in records if r.runtime.env not in (None, CONVERSION_ENV))
+    replays = (r for r in records if r.kind == REPLAY)
     for record in sorted(replays, key=lambda r: r.finished_at):
         runtime = record.runtime
         label = runtime_label(runtime.name, runtime.version)
@@ -275,7 +274,7 @@ def runtime_choices(frame: pd.DataFrame, envs: Sequence[str]) -> List[RuntimeCho
 
 def build_page(loaded: Loaded, title: str = "onnx-compat-matrix") -> Page:
     """Everything the page shows, computed once; the templates only lay it out."""
-    records = loaded.records
+    records = [r for r in loaded.records if not made_its_graph(r)]
     frame = build_frame(records)
     envs = env_order(frame, records)
     own, everywhere = exporting(frame), judged(frame)
@@ -317,7 +316,7 @@ def build_page(loaded: Loaded, title: str = "onnx-compat-matrix") -> Page:
         filters=tuple(filters(frame, envs)),
         pivots=tuple(label for label, _ in data["pivots"]),
         charts=tuple(build_charts(own, envs, strategies)),
-        environments=tuple(environments([r for r in records if r.runtime.env is None], envs)),
+        environments=tuple(environments([r for r in records if r.kind == EXPORT], envs)),
         references=references_text(own),
         data_json=matrix.dumps_lines(data, safe_json),
     )

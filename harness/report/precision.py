@@ -23,7 +23,7 @@ from harness.record import Verdict
 from harness.report.charts import CHART_FAMILY, NICE_TICKS, RC, Chart, plain_text, svg_text
 from harness.report.costs import format_ratio, geomean
 from harness.report.runtimes import CELL, RAN, ladder
-from harness.report.table import CONVERSION_ENV, FP32
+from harness.report.table import CONVERSION, FP32
 from harness.report.vocab import family_sort_key, precision_sort_key, strategy_sort_key
 
 PASS = Verdict.PASS.value
@@ -85,7 +85,7 @@ def tolerances() -> Tuple[Tolerance, ...]:
 def with_fp32_ratio(frame: pd.DataFrame) -> pd.DataFrame:
     """The records of converted graphs judged in a runtime, with `ratio`: latency over the same graph's in fp32 in
     the same runtime (NaN where either was not timed)."""
-    converted = frame[(frame["precision"] != FP32) & (frame["runtime_env"] != CONVERSION_ENV)]
+    converted = frame[(frame["precision"] != FP32) & (frame["kind"] != CONVERSION)]
     fp32 = frame.loc[frame["precision"] == FP32, SAME_GRAPH + ["lat_rt"]].drop_duplicates(SAME_GRAPH, keep="last")
     joined = converted.merge(fp32, on=SAME_GRAPH, how="left", suffixes=("", "_fp32"))
     valid = (joined["lat_rt"] > 0) & (joined["lat_rt_fp32"] > 0)
@@ -116,7 +116,7 @@ def _cell(judged: pd.DataFrame, conversions: pd.DataFrame) -> PrecisionCell:
 
 def precision_rows(frame: pd.DataFrame, precisions: Sequence[str], ratios: pd.DataFrame) -> List[PrecisionRow]:
     """A row per family and strategy that had graphs converted, a cell per precision."""
-    conversions = frame[(frame["precision"] != FP32) & (frame["runtime_env"] == CONVERSION_ENV)]
+    conversions = frame[(frame["precision"] != FP32) & (frame["kind"] == CONVERSION)]
     judged = {key: part for key, part in ratios.groupby(["family", "strategy", "precision"], sort=False)}
     failed = {key: part for key, part in conversions.groupby(["family", "strategy", "precision"], sort=False)}
     portability = dict(zip(zip(frame["family"], frame["strategy"]), frame["portability"]))

@@ -8,7 +8,7 @@ from typing import Any, Dict, Optional, Sequence
 
 import pandas as pd
 
-from harness.record import CellRecord
+from harness.record import CellRecord, RecordKind, Verdict
 from harness.report.vocab import runtime_label
 
 # What a cell measures: eager PyTorch, its graph in ORT, the reference eager; and, under `rt`, its graph in the
@@ -16,9 +16,9 @@ from harness.report.vocab import runtime_label
 TARGETS = ("eager", "ort", "reference", "rt")
 RUNTIME_TARGET = {"openvino": "openvino"}  # the record's target for a runtime's measurement; "ort" otherwise
 FP32 = "fp32"  # the exported graph as is; other precisions are graphs converted from it
-# The runtime environment named by the records of conversions that failed or did not apply (harness.artifacts):
-# no runtime judged them, so the page names their runtime CONVERTER.
-CONVERSION_ENV = "convert"
+# The records of conversions (kind `conversion`) that failed or did not apply: no runtime judged them, so the page
+# names their runtime CONVERTER. A conversion that made its graph leaves the verdict to the replays that judge it.
+EXPORT, REPLAY, CONVERSION = RecordKind.EXPORT.value, RecordKind.REPLAY.value, RecordKind.CONVERSION.value
 CONVERTER = "converter"
 PARITY = ("max_abs", "max_rel", "atol", "rtol", "min_passing_atol", "mean_abs", "psnr")
 NUMERIC = PARITY + tuple(prefix + "_" + target for target in TARGETS for prefix in ("lat", "mem"))
@@ -41,6 +41,7 @@ COLUMNS = (
     "runtime",
     "runtime_name",
     "runtime_env",
+    "kind",
     "home",
     "own",
     "precision",
@@ -81,16 +82,21 @@ def operators_text(record: CellRecord) -> str:
     return ",".join(f"{family}={name}" for family, name in sorted(record.operators.items()) if family != record.family)
 
 
+def made_its_graph(record: CellRecord) -> bool:
+    """A conversion that made its graph: no verdict of its own (the replays judge that graph on the ladder)."""
+    return record.kind == CONVERSION and record.verdict == Verdict.PASS
+
+
 def home_runtime(record: CellRecord) -> str:
     """The exporting environment's own runtime: the one an exporting record was judged by, a replay's origin's."""
-    if record.runtime.env is None:
+    if record.kind == EXPORT:
         return runtime_label(record.runtime.name, record.runtime.version)
     return runtime_label("onnxruntime", record.fingerprint.onnxruntime)
 
 
 def runtime_of(record: CellRecord) -> str:
     """The runtime that judged the record's graph, as the page names it; CONVERTER for a conversion that failed."""
-    if record.runtime.env == CONVERSION_ENV:
+    if record.kind == CONVERSION:
         return CONVERTER
     return runtime_label(record.runtime.name, record.runtime.version)
 
@@ -117,10 +123,11 @@ def flat_row(index: int, record: CellRecord) -> Dict[str, Any]:
         "runtime": label,
         "runtime_name": record.runtime.name,
         "runtime_env": record.runtime.env or "",
+        "kind": record.kind,
         "home": home_runtime(record),
         # an exporting record, or a replay of its very graph in the same runtime (which the replay command never
         # runs); a converted graph (fp16, int8) judged there is a replay like any other
-        "own": record.runtime.env is None or (label == home_runtime(record) and record.precision == FP32),
+        "own": record.kind == EXPORT or (label == home_runtime(record) and record.precision == FP32),
         "precision": record.precision,
         "converter": record.converter,
         "verdict": record.verdict.value,

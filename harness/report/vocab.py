@@ -9,7 +9,7 @@ import json
 import re
 from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Sequence, Tuple
 
-from harness.record import FINGERPRINT_KEYS, Verdict, parse_version, portability_rank
+from harness.record import FINGERPRINT_KEYS, Verdict, ladder_key, portability_rank
 
 
 class VerdictStyle(NamedTuple):
@@ -161,24 +161,6 @@ def precision_sort_key(precision: str) -> Tuple[int, str]:
     return (order.index(precision) if precision in order else len(order), precision)
 
 
-def platform_tag(platform: Any) -> str:
-    """ "Linux-6.1.0-28-amd64-x86_64-with-glibc2.36" -> "linux_x86_64": a fingerprint's platform (Python's
-    platform.platform()) in the words of the environment files' `platforms` (linux_x86_64, linux_aarch64,
-    win_amd64); "—" when none was recorded, the text itself when it names no known system."""
-    if not isinstance(platform, str) or not platform:
-        return "—"
-    words = platform.lower().split("-")
-    arch = next((ARCH[w] for w in reversed(words) if w in ARCH), None)
-    system = next((SYSTEMS[w] for w in words if w in SYSTEMS), None)
-    if system == "win":
-        return "win_amd64" if arch in (None, "x86_64") else f"win_{arch}"
-    return f"{system}_{arch}" if system and arch else platform
-
-
-ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
-SYSTEMS = {"linux": "linux", "windows": "win", "macos": "macos", "darwin": "macos"}
-
-
 # How the page names a runtime: its record's name, spelt as its makers spell it; their order on the ladder.
 RUNTIME_NAMES: Dict[str, str] = {"onnxruntime": "onnxruntime", "openvino": "OpenVINO"}
 
@@ -189,9 +171,8 @@ def runtime_label(name: str, version: Any) -> str:
     return f"{shown} {version}" if version else shown
 
 
-def runtime_sort_key(label: str) -> Tuple[int, str, Tuple[int, ...], str]:
-    """The runtime ladder: onnxruntime by version, then OpenVINO by version, then any other runtime by name."""
-    name, _, version = label.partition(" ")
-    names = list(RUNTIME_NAMES.values())
-    rank = names.index(name) if name in names else len(names)
-    return (rank, name, parse_version(version) or (999,), label)
+def runtime_sort_key(label: str) -> Tuple[Any, ...]:
+    """The runtime ladder (harness.record.ladder_key) for a label as the page spells it."""
+    shown, _, version = label.partition(" ")
+    name = {v: k for k, v in RUNTIME_NAMES.items()}.get(shown, shown)
+    return ladder_key(name, version) + (label,)

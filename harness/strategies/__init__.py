@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any, Callable, ContextManager, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Dict, List, Optional, Tuple
 
 from harness.errors import UserError
 from harness.plan.spec import CellSpec
-from harness.record import Portability
-from harness.worker.fingerprint import EnvInfo
+from harness.record import EnvInfo, Portability
 
 if TYPE_CHECKING:  # for readers: strategies import torch only when they run
     from torch.nn import Module
 
 STANDARD, ORT_CONTRIB, CUSTOM_DOMAIN = Portability.STANDARD, Portability.ORT_CONTRIB, Portability.CUSTOM_DOMAIN
+# Packages some strategies need and an environment may install later (nox builds mmcv after the other cells ran).
+OPTIONAL_PACKAGES = ("mmcv",)
 
 
 class Strategy:
@@ -28,6 +29,11 @@ class Strategy:
     portability: Portability = Portability.STANDARD
     summary = ""
     reference = False  # the family's eager ground truth
+    needs: Tuple[str, ...] = ()  # optional packages it imports (mmcv), each a field of the fingerprint
+
+    def leaves_out(self) -> Tuple[str, ...]:
+        """The optional packages a cell of this strategy does not depend on: installing them keeps its record."""
+        return tuple(name for name in OPTIONAL_PACKAGES if name not in self.needs)
 
     def unavailable(self, env: EnvInfo) -> Optional[str]:
         """Why this strategy cannot run in this environment at all, or None."""

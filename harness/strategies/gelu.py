@@ -7,10 +7,9 @@ import math
 from typing import Any, Callable, ContextManager, Dict, Optional
 
 from harness.plan.spec import CellSpec
-from harness.record import parse_version
+from harness.record import EnvInfo, parse_version
 from harness.strategies import CUSTOM_DOMAIN, STANDARD, Strategy, register_strategy
 from harness.strategies._symbolic import scoped_symbolic
-from harness.worker.fingerprint import EnvInfo
 
 FAMILY = "gelu"
 CUSTOM_NAME = "custom::Gelu"

@@ -7,10 +7,9 @@ import os
 from typing import Any, Callable, ContextManager, Dict, Optional
 
 from harness.plan.spec import CellSpec
-from harness.record import parse_version
+from harness.record import EnvInfo, parse_version
 from harness.strategies import ORT_CONTRIB, STANDARD, Strategy, register_strategy
 from harness.strategies._symbolic import scoped_symbolic
-from harness.worker.fingerprint import EnvInfo
 
 FAMILY = "grid_sample"
 MODES = ("bilinear", "nearest", "bicubic")
@@ -110,6 +109,7 @@ class Mmcv(GridSampleStrategy):
     family = FAMILY
     name = "mmcv"
     portability = STANDARD
+    needs = ("mmcv",)
     summary = "mmcv.ops.point_sample.bilinear_grid_sample (pads the input, four gathers)"
 
     def unavailable(self, env: EnvInfo) -> Optional[str]:

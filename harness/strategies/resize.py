@@ -6,9 +6,8 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 from harness.plan.spec import CellSpec
-from harness.record import parse_version
+from harness.record import EnvInfo, parse_version
 from harness.strategies import STANDARD, Strategy, register_strategy
-from harness.worker.fingerprint import EnvInfo
 
 FAMILY = "resize"
 SEPARABLE_MODES = ("nearest", "nearest-exact", "bilinear", "bicubic")

@@ -1,34 +1,19 @@
-"""What a worker (or the parent, with --jobs 0) does with one cell: look it up and run its pipeline."""
+"""What an export worker does with one cell: look it up and run its pipeline; a bug of ours is its record too."""
 
 from __future__ import annotations
 
 import traceback
-from typing import Optional, Sequence
+from typing import Sequence
 
 from harness.artifacts.store import ArtifactStore
-from harness.plan.registry import Case, get_case, load_cases
+from harness.campaign.options import Options
+from harness.plan.blank import blank_record
+from harness.plan.registry import get_case, load_cases
 from harness.plan.spec import CellSpec
-from harness.record import CellRecord, Fingerprint, Verdict
+from harness.record import CellRecord, Verdict
 from harness.strategies import get_strategy, reference_strategy
 from harness.worker.fingerprint import collect
-from harness.worker.options import Options
 from harness.worker.pipeline import run_cell
-
-
-def blank_record(
-    cell: CellSpec, case: Case, fingerprint: Fingerprint, verdict: Verdict, reason: Optional[str] = None
-) -> CellRecord:
-    """A cell's record before any stage: who it is, where it runs, against which reference. The worker fills it
-    in; the parent uses it for the cells no worker answers (not applicable, crashed, timed out)."""
-    return cell.record(
-        fingerprint,
-        verdict,
-        reference=reference_strategy(cell.family).name,
-        portability=get_strategy(cell.family, cell.strategy).portability.value,
-        tags=case.tags,
-        operators=case.operators,
-        reason=reason,
-    )
 
 
 class CellExecutor:

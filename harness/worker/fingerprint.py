@@ -1,40 +1,14 @@
-"""What is really installed where a run happens: recorded with every cell and used to decide applicability."""
+"""What is really installed where a cell runs, torch's parts included: recorded with every cell and used to decide
+applicability. The torch-free parts (EnvInfo, dist_version) live in harness.record."""
 
 from __future__ import annotations
 
 import importlib
-import os
 import platform
 import re
-import sys
-from dataclasses import dataclass
 from typing import Optional
 
-from harness.record import Fingerprint
-
-
-def dist_version(*names: str) -> Optional[str]:
-    """The installed version of the first of these distributions that is installed, else None."""
-    from importlib import metadata
-
-    for name in names:
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return None
-
-
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
+from harness.record import EnvInfo, Fingerprint, cpu_name, dist_version
 
 # Where each torch release keeps its exporters' highest opset, newest names first.
 _OPSET_CONSTANTS = {
@@ -56,30 +30,6 @@ def max_opset(exporter: str = "any") -> int:
         except (ImportError, AttributeError):
             continue
     return 13
-
-
-@dataclass(frozen=True)
-class EnvInfo:
-    """The environment a run happens in, by the name the run was given and as measured."""
-
-    name: str
-    fingerprint: Fingerprint
-
-    @property
-    def torch(self) -> str:
-        return self.fingerprint.torch or "?"
-
-    @property
-    def onnxruntime(self) -> Optional[str]:
-        return self.fingerprint.onnxruntime
-
-    @property
-    def max_opset(self) -> int:
-        return self.fingerprint.max_opset or 13
-
-    @property
-    def gpu(self) -> Optional[str]:
-        return self.fingerprint.gpu
 
 
 def collect(name: str) -> EnvInfo:
@@ -121,7 +71,3 @@ def _nvidia_driver() -> Optional[str]:
             return m.group(1) if m else None
     except OSError:
         return None
-
-
-def default_env_name() -> str:
-    return os.environ.get("HARNESS_ENV") or "py{}.{}".format(*sys.version_info[:2])

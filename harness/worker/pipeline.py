@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import Any, Dict, List, Tuple
 
 from harness.artifacts.store import ArtifactStore, Manifest, Sample, graph_digest
+from harness.campaign.options import Options
 from harness.judge import parity as parity_mod
+from harness.judge.graph import describe_model
 from harness.judge.session import OrtSession
 from harness.judge.stages import StageFailed, StageSpec, walk
 from harness.plan.registry import Case
@@ -18,8 +20,7 @@ from harness.plan.spec import CellSpec
 from harness.record import CellRecord, ExportInfo, Parity, Verdict
 from harness.strategies import Strategy
 from harness.worker.costs import latency_targets, memory_targets
-from harness.worker.export import check_model, describe_model, export_onnx
-from harness.worker.options import Options
+from harness.worker.export import check_model, export_onnx
 from harness.worker.state import CellState, Judged
 
 # The stages -----------------------------------------------------------------------------------------

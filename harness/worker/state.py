@@ -6,12 +6,12 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any, ContextManager, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
+from harness.campaign.options import Options
 from harness.judge.session import OrtSession
 from harness.plan.registry import Case
 from harness.plan.spec import CellSpec
 from harness.record import CellRecord
 from harness.strategies import Strategy, get_strategy, reference_strategy
-from harness.worker.options import Options
 
 
 class Judged(NamedTuple):

@@ -224,13 +224,15 @@
 
   function showRuntime(d) {
     var rt = DATA.runtimes[d.rt] || {};
-    var replay = d.of !== undefined || rt["runtime environment"];
+    var replay = rt.record === "replay";
     panelBody.appendChild(el("h3", { text: replay ? "Runtime (a replay of the exported graph)" : "Runtime" }));
     var pairs = Object.keys(rt).map(function (k) { return [k, rt[k]]; });
     pairs.push(["artifact", d.a !== undefined ? d.a : (d.of !== undefined ? DATA.details[d.of].a : null)]);
     var origin = rt.precision && rt.precision !== "fp32" ? "converted from the graph exported by" : "exported by";
     if (d.of !== undefined) pairs.push([origin, el("span", null, chip(d.of), " " + cellValue(CELLS[d.of], "env") + " · " + cellValue(CELLS[d.of], "runtime"))]);
-    else if (!replay) pairs[0][1] = rt.runtime + " (the exporting environment's own)";
+    var named = pairs.filter(function (p) { return p[0] === "runtime"; })[0];
+    if (named && rt.record === "export") named[1] = rt.runtime + " (the exporting environment's own)";
+    if (named && rt.record === "conversion") named[1] = rt.runtime + " (the converter environment's: no runtime judged it)";
     panelBody.appendChild(kv(pairs));
     if (d.rp && d.rp.length) {
       panelBody.appendChild(el("h3", { text: "The same graph in other runtimes" }));

@@ -10,9 +10,16 @@ from typing import Dict, Optional, TextIO
 
 class Progress:
     def __init__(
-        self, total: int, env_name: str, quiet: bool = False, stream: Optional[TextIO] = None, resumed: int = 0
+        self,
+        total: int,
+        env_name: str,
+        quiet: bool = False,
+        stream: Optional[TextIO] = None,
+        resumed: int = 0,
+        noun: str = "cell",
     ) -> None:
         self.total = total
+        self.noun = noun
         self.resumed = resumed
         self.env_name = env_name
         self.quiet = quiet
@@ -64,7 +71,8 @@ class Progress:
         failures = ", ".join(f"{k} {v}" for k, v in sorted(self.verdicts.items()) if k != "pass") or "none"
         wall = time.monotonic() - self.start
         resumed = f" ({self.resumed} already done, skipped)" if self.resumed else ""
-        return f"{self.env_name}: {self.done} cells{resumed}, {passes} pass; others: {failures}; wall {_duration(wall)}"
+        counts = f"{self.done} {self.noun}s{resumed}, {passes} pass; others: {failures}"
+        return f"{self.env_name}: {counts}; wall {_duration(wall)}"
 
     def close(self) -> None:
         if self.tty and not self.quiet:

@@ -1,4 +1,4 @@
-"""The worker pool of a run's parent: a worker that segfaults, aborts or hangs costs its cell, never the run.
+"""The worker pool of a command's parent: a worker that segfaults, aborts or hangs costs its job, never the run.
 
 Portable (Linux, macOS, Windows): each worker's answers are read by a thread of their own into one inbox the pool
 waits on, as select() on pipes is POSIX-only; a worker is killed with its process group on POSIX, alone on Windows.
@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Protocol, Sequence, Tuple
 
-from harness.cli import artifacts_dir, pinned_cpus
+from harness.campaign.flags import artifacts_dir, pinned_cpus
+from harness.campaign.options import Options
 from harness.record import CellRecord, RecordError, Verdict
-from harness.worker.options import Options
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WINDOWS = sys.platform == "win32"
@@ -48,12 +48,14 @@ def new_run_id() -> str:
 
 
 class Job(Protocol):
-    """What a worker is sent: a cell to export and judge (CellSpec), or a stored graph to replay (ReplayJob)."""
+    """What a worker is sent: a cell to export and judge (CellSpec), a stored graph to replay or to convert."""
 
     @property
     def cell_id(self) -> str: ...
 
     def to_dict(self) -> Dict[str, Any]: ...
+
+    def label(self) -> str: ...
 
 
 @dataclass
@@ -64,27 +66,29 @@ class WorkerConfig:
     memory_limit_mb: Optional[int] = None
     timeout_s: float = 300.0
     log_path: Optional[Path] = None
-    module: str = "harness.worker"  # the worker's entry point: harness.replay.worker in a runtime environment
+    module: str = "harness.worker"  # the worker's entry point: harness.replay.worker, harness.artifacts.worker
     extra: Sequence[str] = ()  # that entry point's own arguments
     cpus: Sequence[int] = ()  # pin the i-th worker to cpus[i] (one worker per core, timing undisturbed by the others)
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace, env_name: str, log_path: Path) -> WorkerConfig:
+    def from_args(cls, args: argparse.Namespace, env_name: str, log_path: Path, **where: Any) -> WorkerConfig:
+        """The shared worker flags (harness.campaign.flags.WORKERS) as a config; `where` sets the entry point."""
+        keep = not getattr(args, "no_artifacts", False)
         return cls(
             env_name=env_name,
             options=Options(
-                threads=args.threads,
-                latency=not args.no_latency,
-                memory=not args.no_memory,
-                latency_budget_s=args.latency_budget,
-                tensorrt=args.tensorrt,
-                artifacts_dir=None if args.no_artifacts else str(artifacts_dir(args).resolve()),
+                threads=getattr(args, "threads", 1),
+                latency=not getattr(args, "no_latency", True),
+                memory=not getattr(args, "no_memory", True),
+                latency_budget_s=getattr(args, "latency_budget", 0.0),
+                tensorrt=getattr(args, "tensorrt", False),
+                artifacts_dir=str(artifacts_dir(args).resolve()) if keep else None,
             ),
-            cases_dirs=tuple(args.cases_dir),
             memory_limit_mb=args.memory_limit_mb,
             timeout_s=args.timeout,
             log_path=log_path,
             cpus=pinned_cpus(args),
+            **where,
         )
 
     def command(self, cpu: Optional[int] = None) -> List[str]:

@@ -1,0 +1,53 @@
+"""A stored graph as a job: what the pool sends a replay worker (judge it) or a converter worker (convert it to a
+precision), named by its exporting cell and its precision."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any, Dict, List
+
+from harness.artifacts.store import MANIFEST, ArtifactError, ArtifactStore, Manifest
+
+
+@dataclass(frozen=True)
+class GraphJob:
+    manifest: str  # the path of the stored graph's manifest (for a conversion: the fp32 graph's)
+    env: str
+    cell: str  # the exporting cell's id
+    precision: str  # the precision judged, or made
+    text: str
+
+    @property
+    def cell_id(self) -> str:
+        return job_id(self.env, self.cell, self.precision)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"manifest": self.manifest, "precision": self.precision}
+
+    def label(self) -> str:
+        return self.text
+
+
+def job_id(env: str, cell: str, precision: str) -> str:
+    return f"{env}/{cell}" + ("" if precision == "fp32" else f"@{precision}")
+
+
+def graph_job(store: ArtifactStore, manifest: Manifest, precision: str) -> GraphJob:
+    """The job of one stored graph (judged at its own precision, or converted from fp32 to `precision`)."""
+    record = manifest.record
+    text = f"{record.get('env')} {record.get('case')} {record.get('strategy')} opset {record.get('opset')}"
+    text += "" if precision == "fp32" else f" {precision}"
+    path = store.folder(manifest.env, manifest.cell_id, manifest.precision) / MANIFEST
+    return GraphJob(str(path), manifest.env, manifest.cell_id, precision, text)
+
+
+def stored_graphs(store: ArtifactStore) -> List[Manifest]:
+    """Every readable manifest under the store; an unreadable one is named and skipped, never fatal."""
+    found = []
+    for path in store.manifests():
+        try:
+            found.append(store.read(path))
+        except ArtifactError as exc:
+            print(f"skipped: {exc}", file=sys.stderr)
+    return found

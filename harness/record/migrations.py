@@ -1,0 +1,56 @@
+"""Older records brought up to date, asv-style: each migration takes a record of schema N and returns one of N + 1.
+Reading a record (harness.record.cell) runs them; nothing else looks at a record's schema."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict
+
+from harness.record.terms import SCHEMA_VERSION, RecordKind
+
+# Migrations, asv-style: each takes a record of version N and returns one of version N + 1. -------------
+
+# The families' reference strategies when schema 1 was written (schema 1 records did not name them).
+SCHEMA1_REFERENCES = {"control_flow": "eager"}
+
+
+def _from_1(data: Dict[str, Any]) -> Dict[str, Any]:
+    fingerprint = data.get("fingerprint") if isinstance(data.get("fingerprint"), dict) else {}
+    return dict(
+        data,
+        schema_version=2,
+        reference=SCHEMA1_REFERENCES.get(data["family"], "native"),
+        runtime={"name": "onnxruntime", "version": fingerprint.get("onnxruntime")},
+        precision="fp32",
+    )
+
+
+# Schema 2 implied a record's kind by its runtime's environment: none for an export, "convert" for a conversion,
+# any other for a replay; schema 3 says it, and gives a replay its runtime environment's own fingerprint.
+SCHEMA2_CONVERSION_ENV = "convert"
+
+
+def _from_2(data: Dict[str, Any]) -> Dict[str, Any]:
+    runtime = data.get("runtime") if isinstance(data.get("runtime"), dict) else {}
+    env = runtime.get("env")
+    if env is None:
+        return dict(data, schema_version=3, kind=RecordKind.EXPORT.value)
+    if env == SCHEMA2_CONVERSION_ENV:
+        return dict(data, schema_version=3, kind=RecordKind.CONVERSION.value)
+    name = runtime.get("name")
+    runtime_fingerprint = {
+        "python": runtime.get("python"),
+        "platform": runtime.get("platform"),
+        "onnxruntime": runtime.get("version") if name == "onnxruntime" else None,
+        "openvino": runtime.get("version") if name == "openvino" else None,
+        "ort_providers": runtime.get("providers") if name == "onnxruntime" else [],
+    }
+    return dict(data, schema_version=3, kind=RecordKind.REPLAY.value, runtime_fingerprint=runtime_fingerprint)
+
+
+MIGRATIONS: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {1: _from_1, 2: _from_2}
+
+
+def migrate(data: Dict[str, Any]) -> Dict[str, Any]:
+    while data["schema_version"] != SCHEMA_VERSION:
+        data = MIGRATIONS[data["schema_version"]](data)
+    return data
