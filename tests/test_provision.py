@@ -114,3 +114,20 @@ def test_a_failed_mmcv_build_leaves_the_environment_usable(tmp_path, monkeypatch
     again = Provisioner(env, log=lines.append)
     assert again.venv() == venv and "reusing" in lines[-1]
     assert again.mmcv_unavailable_reason(venv) == reason
+
+
+def test_an_mmcv_not_in_the_wheel_cache_is_left_for_later_and_built_on_request(tmp_path, monkeypatch):
+    """The matrix runs an environment's other cells before the compiler takes the cores (noxfile._run_matrix)."""
+    monkeypatch.setenv("ONNX_COMPAT_CACHE", str(tmp_path))
+    version = "{}.{}".format(*sys.version_info[:2])
+    env = Environment("later", version, ("six==1.16.0",), mmcv=MmcvSpec("mmcv-full==0.0.1"), source="test")
+    lines = []
+    prov = Provisioner(env, log=lines.append)
+    venv = prov.venv(build_mmcv=False)
+    assert not prov.mmcv_cached(venv) and not prov.mmcv_settled(venv)
+    assert prov.mmcv_unavailable_reason(venv) is None and not any("mmcv cache" in line for line in lines)
+    prov.install_mmcv(venv)
+    assert any("mmcv cache miss" in line for line in lines)
+    assert prov.mmcv_settled(venv) and "failed to build" in prov.mmcv_unavailable_reason(venv)
+    again = Provisioner(env, log=lines.append)
+    assert again.venv(build_mmcv=False) == venv and again.mmcv_settled(venv)  # known not to build: not tried again

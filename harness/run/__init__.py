@@ -1,1 +1,2 @@
-"""The parent of a run: the chain of steps, the worker pool, the results writer and the progress line."""
+"""The parent of `harness run` and `harness list`: its own steps (the selection, the environment, the cells) and the
+export kind the shared campaign steps (harness.campaign) run."""
