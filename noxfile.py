@@ -122,7 +122,10 @@ def _run_matrix(session: nox.Session, env: str) -> None:
         _harness_run(session, venv, environ, name, ["--without", "mmcv"])
         _render(session, f"after {env} without its mmcv cells")
         session.log(f"{env} ({place}): building mmcv, then its cells")
-        prov.install_mmcv(venv)
+        try:
+            prov.install_mmcv(venv)
+        except UserError as exc:
+            session.error(str(exc))
         environ = _environ(prov, venv)
     _harness_run(session, venv, environ, name)
     _render(session, f"after {env}")
