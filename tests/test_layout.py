@@ -170,3 +170,30 @@ def test_worlds_stay_out_of_each_other():
                 continue
             offenders += [f"{name} imports {target}" for b in banned if target == b or target.startswith(b + ".")]
     assert offenders == []
+
+
+def test_the_shared_flags_are_declared_once():
+    """run, replay and convert take their shared flags from harness.campaign.flags alone."""
+    import argparse
+    import re
+
+    from harness.campaign.flags import FLAGS, OUTPUT
+    from harness.cli import build_parser
+
+    # report and bench-op are no campaigns (their --out is the page, their --opset one number); the worker entry
+    # points speak the pool's own protocol
+    own = ("harness.report", "harness.bench", "harness.campaign.serve", "harness.worker.loop", "harness.replay.worker")
+    written = [
+        flag
+        for name, path in _modules().items()
+        if not name.startswith(own)
+        for flag in re.findall(r'add_argument\(\s*"--([a-z0-9-]+)"', path.read_text())
+    ]
+    assert [f for f in written if f in FLAGS] == []
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    for name in ("run", "replay", "convert"):
+        options = {o for a in commands[name]._actions for o in a.option_strings}
+        assert {"--" + f for f in OUTPUT + ("jobs", "pin", "timeout", "memory-limit-mb")} <= options, name
+    kinds = {name: {a.dest: a.type for a in commands[name]._actions} for name in ("run", "replay", "convert")}
+    assert kinds["run"]["jobs"] is kinds["replay"]["jobs"] is kinds["convert"]["jobs"]
+    assert kinds["run"]["device"] is kinds["replay"]["device"]  # a list in both, as one flag
