@@ -157,6 +157,7 @@ FORBIDDEN = {
     "harness.campaign": ("harness.worker", "harness.run", "harness.replay", "harness.artifacts", "harness.plan"),
     "harness.run": ("harness.worker.executor", "harness.worker.pipeline", "harness.worker.loop", "harness.cli"),
     "harness.record": ("harness.",),
+    "harness.strategies": ("harness.plan", "harness.run", "harness.campaign", "harness.replay", "harness.artifacts"),
 }
 
 

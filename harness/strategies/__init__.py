@@ -6,11 +6,12 @@ import contextlib
 from typing import TYPE_CHECKING, Any, Callable, ContextManager, Dict, List, Optional, Tuple
 
 from harness.errors import UserError
-from harness.plan.spec import CellSpec
 from harness.record import EnvInfo, Portability
 
 if TYPE_CHECKING:  # for readers: strategies import torch only when they run
     from torch.nn import Module
+
+    from harness.plan.spec import CellSpec
 
 STANDARD, ORT_CONTRIB, CUSTOM_DOMAIN = Portability.STANDARD, Portability.ORT_CONTRIB, Portability.CUSTOM_DOMAIN
 # Packages some strategies need and an environment may install later (nox builds mmcv after the other cells ran).

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from harness.plan.spec import CellSpec
 from harness.record import EnvInfo
 from harness.strategies import STANDARD, Strategy, register_strategy
 
 if TYPE_CHECKING:
     from torch.nn import Module
+
+    from harness.plan.spec import CellSpec
 
 FAMILY = "control_flow"
 

@@ -4,12 +4,14 @@ expression written out), and `custom_op`, a custom symbolic emitting `custom::Ge
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, ContextManager, Dict, Optional
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Dict, Optional
 
-from harness.plan.spec import CellSpec
 from harness.record import EnvInfo, parse_version
 from harness.strategies import CUSTOM_DOMAIN, STANDARD, Strategy, register_strategy
 from harness.strategies._symbolic import scoped_symbolic
+
+if TYPE_CHECKING:  # cells are what a strategy is asked about, never what it imports
+    from harness.plan.spec import CellSpec
 
 FAMILY = "gelu"
 CUSTOM_NAME = "custom::Gelu"

@@ -3,11 +3,13 @@ our rewrite as two interpolation matrices (out = Mh @ x @ Mw^T) that means the s
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Sequence, Tuple
 
-from harness.plan.spec import CellSpec
 from harness.record import EnvInfo, parse_version
 from harness.strategies import STANDARD, Strategy, register_strategy
+
+if TYPE_CHECKING:  # cells are what a strategy is asked about, never what it imports
+    from harness.plan.spec import CellSpec
 
 FAMILY = "resize"
 SEPARABLE_MODES = ("nearest", "nearest-exact", "bilinear", "bicubic")
