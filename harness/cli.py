@@ -23,7 +23,7 @@ def add_selection(p: argparse.ArgumentParser) -> None:
 
 def add_run_arguments(run: argparse.ArgumentParser) -> None:
     add_selection(run)
-    add_flags(run, OUTPUT + WORKERS)
+    add_flags(run, OUTPUT + WORKERS, out={"help": "results file (default: RESULTS_DIR/ENV[.shard-I-of-N].jsonl)"})
     run.add_argument("--no-artifacts", action="store_true", help="keep no graphs (nothing to replay later)")
     run.add_argument("--tensorrt", action="store_true", help="prefer onnxruntime's TensorRT provider on cuda")
     run.add_argument(
@@ -42,6 +42,7 @@ def add_replay_arguments(p: argparse.ArgumentParser) -> None:
         p,
         ("device", "from-env", "case", "family", "strategy", "precision") + OUTPUT + WORKERS,
         device={"help": "cpu, or cuda for a GPU runtime (default cpu)"},
+        out={"help": "results file (default: RESULTS_DIR/replay-RUNTIME[.shard-I-of-N].jsonl)"},
         timeout={"default": 120.0, "help": "seconds a graph may take (default 120)"},
         threads={"help": "the runtime's threads (default 2, as the exporting cells)"},
         latency_budget={"default": 0.01, "help": "seconds of timing per graph (default 0.01: a third of a cell's)"},
@@ -53,6 +54,7 @@ def add_convert_arguments(p: argparse.ArgumentParser) -> None:
         p,
         ("precision", "tag", "case", "from-env") + OUTPUT + ("jobs", "pin", "timeout", "memory-limit-mb"),
         precision={"help": "fp16, int8-dynamic, int8-static (default: all three)"},
+        out={"help": "the conversions' records (default: RESULTS_DIR/convert[.shard-I-of-N].jsonl)"},
         tag={"default": ["model"], "help": "only graphs of cases with these tags (default: model)"},
         timeout={"default": 600.0, "help": "seconds a conversion may take (default 600)"},
     )

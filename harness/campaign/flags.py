@@ -65,7 +65,7 @@ FLAGS: Dict[str, Dict[str, Any]] = {
     "precision": dict(type=csv, default=[], help="fp32, fp16, int8-dynamic, int8-static (default: every one stored)"),
     # where records and graphs go
     "results-dir": dict(default="results", help="folder of the results files (default: results)"),
-    "out": dict(default=None, help="results file (default: its name under RESULTS_DIR, harness.campaign.files)"),
+    "out": dict(default=None, help="results file (default: the command's own under RESULTS_DIR)"),
     "artifacts": dict(default=None, help="the stored graphs and their samples (default: beside the results)"),
     "shard": dict(default=None, metavar="I/N", help="the I-th of N deterministic slices of the jobs"),
     "rerun": dict(action="store_true", help="run jobs again even when a record exists"),
