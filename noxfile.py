@@ -61,6 +61,8 @@ TEST_PINS = REPORT_PINS + [
     "nox==2026.10.20",
     "check-jsonschema==0.39.0",
     "onnxconverter-common==1.16.0",  # the fp16 converter, for the conversion tests
+    # the replay's OpenVINO adapter, tested beside onnxruntime's; 2026.4.1 has no manylinux_2_28 aarch64 wheel
+    "openvino==2026.4.1; platform_machine != 'aarch64'",
 ]
 # The reporter never imports torch: a small venv of its own.
 REPORT_ENV = Environment(name="report", python="3.11", pins=tuple(REPORT_PINS), source=__file__)

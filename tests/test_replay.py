@@ -3,12 +3,15 @@ stages, comparison and timer; crash-safe workers, resume and shards as `harness 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from dataclasses import replace
 
 import numpy as np
+import onnx
 import onnxruntime
 import pytest
+import torch
 from conftest import keep_graph, unit_case
 
 from harness.artifacts.store import ArtifactStore
@@ -17,7 +20,7 @@ from harness.errors import UserError
 from harness.plan.spec import CellSpec
 from harness.record import Verdict, read_results
 from harness.replay.judge import REPLAY_STAGES, replay_graph
-from harness.replay.runtimes import OnnxRuntime, adapter_for
+from harness.replay.runtimes import ADAPTERS, OnnxRuntime, adapter_for
 
 OPTS = Options(threads=1, latency_budget_s=0.002)
 
@@ -75,7 +78,10 @@ def test_a_graph_the_runtime_refuses_is_load_failed_with_the_runtimes_own_messag
     assert [s.outcome for s in record.stages[1:]] == ["skipped"] * (len(REPLAY_STAGES) - 1)
 
 
-def test_a_runtime_that_is_not_installed_or_unknown_is_one_line_naming_the_fix():
+def test_a_runtime_that_is_not_installed_or_unknown_is_one_line_naming_the_fix(monkeypatch):
+    from harness.replay.runtimes import OpenVino
+
+    monkeypatch.setattr(OpenVino, "distributions", lambda self: ("openvino-of-another-machine",))
     with pytest.raises(
         UserError, match="openvino is not installed in this Python .*nox -s \"replay\\(runtime='ov'\\)\""
     ):
@@ -86,7 +92,8 @@ def test_a_runtime_that_is_not_installed_or_unknown_is_one_line_naming_the_fix()
 
 def _replay(harness_cli, tmp_path, *args):
     return harness_cli(
-        "replay", "--runtime", "ortnow", "--artifacts", str(tmp_path / "artifacts"), "--results-dir",
+        "replay", "--runtime", "ortnow", "--runtime-kind", "onnxruntime", "--artifacts", str(tmp_path / "artifacts"),
+        "--results-dir",
         str(tmp_path / "results"), "--latency-budget", "0.002", *args,
     )  # fmt: skip
 
@@ -132,3 +139,36 @@ def test_no_stored_graph_is_one_line_naming_what_keeps_them(tmp_path, harness_cl
         f"error: no stored graph under {tmp_path / 'artifacts'} matches the selection; `nox -s matrix` (or "
         "`harness run`) keeps each exported graph there, or pass --artifacts DIR"
     ]
+
+
+class SizeOnly(torch.nn.Module):
+    """Reads only the size of its first input: the exporter drops that input from the graph."""
+
+    def __init__(self, op):
+        super().__init__()
+        self.op = op
+
+    def forward(self, x, theta):
+        return self.op(theta, (theta.shape[-1],)) * x.shape[-1]
+
+
+# The tests session installs OpenVINO wherever it has a wheel (not Linux ARM64): there its adapter is tested too.
+RUNTIME_KINDS = [
+    pytest.param(k, marks=pytest.mark.skipif(not importlib.util.find_spec(k), reason=f"{k} has no wheel here"))
+    for k in sorted(ADAPTERS)
+]
+
+
+@pytest.mark.parametrize("kind", RUNTIME_KINDS)
+def test_a_graph_whose_exporter_dropped_an_input_is_fed_by_name_on_every_runtime_kind(tmp_path, kind):
+    inputs = lambda params, shape, gen: (torch.randn(2, 3, 4, 5, generator=gen), torch.randn(2, 6, generator=gen))  # noqa: E731
+    case = unit_case(model=lambda params, op: SizeOnly(op), inputs=inputs, input_names=("x", "theta"))
+    exported = keep_graph(tmp_path, case, _cell())  # fed by position, theta would get x
+    assert exported.verdict is Verdict.PASS, exported.reason
+    store = ArtifactStore(tmp_path)
+    manifest = store.read(next(store.manifests()))
+    assert [i.name for i in onnx.load(str(store.graph_path(manifest))).graph.input] == ["theta"]
+    assert manifest.input_names == ("x", "theta")
+    record = replay_graph(manifest, store, adapter_for(kind, f"{kind}-test"), OPTS)
+    assert record.verdict is Verdict.PASS, record.reason
+    assert record.parity.max_abs is not None and record.parity.max_abs <= record.parity.atol

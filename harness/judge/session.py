@@ -14,8 +14,18 @@ GPU_PROVIDERS = ("TensorrtExecutionProvider", "CUDAExecutionProvider")
 
 
 class OrtSession:
-    def __init__(self, blob: bytes, device: str, threads: int, tensorrt: bool = False, *, arena: bool = True) -> None:
-        """`arena=False` frees each run's buffers, so a resident-set peak shows what one run really takes."""
+    def __init__(
+        self,
+        blob: bytes,
+        device: str,
+        threads: int,
+        tensorrt: bool = False,
+        *,
+        arena: bool = True,
+        input_names: Sequence[str] = (),
+    ) -> None:
+        """`arena=False` frees each run's buffers, so a resident-set peak shows what one run really takes.
+        `input_names` names the inputs it is given, in their order: the session takes the ones its graph declares."""
         import onnxruntime as ort
 
         self.ort = ort
@@ -40,6 +50,7 @@ class OrtSession:
         self.session = ort.InferenceSession(blob, sess_options=so, providers=providers)
         self.providers = list(self.session.get_providers())
         self.names = [i.name for i in self.session.get_inputs()]
+        self.input_names = tuple(input_names)
 
     @property
     def blob(self) -> bytes:
@@ -54,7 +65,7 @@ class OrtSession:
         return self.session.run(None, self.feed(inputs))
 
     def feed(self, inputs: Sequence[Any]) -> Dict[str, np.ndarray]:
-        return {name: _numpy(t) for name, t in zip(self.names, inputs)}
+        return {name: _numpy(t) for name, t in by_name(self.names, self.input_names, inputs).items()}
 
     def timed_call(self, inputs: Sequence[Any]) -> Callable[[], Any]:
         """A callable for the timer: on CUDA the inputs and outputs stay on the device (IO binding)."""
@@ -100,6 +111,15 @@ class OrtSession:
             if args["provider"] == "CPUExecutionProvider":
                 cpu_ops[args.get("op_name", "?")] += 1
         return {"nodes_per_provider": dict(per_provider), "cpu_fallback_ops": dict(cpu_ops)}
+
+
+def by_name(declared: Sequence[str], given: Sequence[str], inputs: Sequence[Any]) -> Dict[str, Any]:
+    """The inputs a graph declares, by name, from those given (named `given`, in order): an input the exporter
+    dropped (the model read only its size, say) is left out wherever it stands. By position where the graph's names
+    are not among the given ones (an exporter that renamed them), as runtimes fed a graph before."""
+    if given and all(name in given for name in declared):
+        return {name: inputs[given.index(name)] for name in declared}
+    return dict(zip(declared, inputs))
 
 
 def _numpy(value: Any) -> np.ndarray:

@@ -36,7 +36,7 @@ class ReplayState:
 
 
 def load(s: ReplayState) -> None:
-    s.graph = s.adapter.load(str(s.store.graph_path(s.manifest)), s.opts.threads)
+    s.graph = s.adapter.load(str(s.store.graph_path(s.manifest)), s.opts.threads, s.manifest.input_names)
     s.found["ort_providers"] = s.graph.providers
 
 

@@ -4,12 +4,12 @@ hand the timer a call. onnxruntime and OpenVINO; neither torch nor onnx is impor
 from __future__ import annotations
 
 import platform
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from harness.errors import UserError
-from harness.judge.session import OrtSession
+from harness.judge.session import OrtSession, by_name
 from harness.record import Fingerprint, Runtime, dist_version, torch_free_fingerprint
 
 
@@ -40,7 +40,9 @@ class RuntimeAdapter:
     def distributions(self) -> Tuple[str, ...]:
         raise NotImplementedError
 
-    def load(self, path: str, threads: int) -> Loaded:
+    def load(self, path: str, threads: int, input_names: Sequence[str] = ()) -> Loaded:
+        """The graph loaded; it is then run on inputs named `input_names` (the stored samples' order) and takes
+        the ones it declares, by name."""
         raise NotImplementedError
 
     def providers(self) -> Tuple[str, ...]:
@@ -71,11 +73,11 @@ class OnnxRuntime(RuntimeAdapter):
     def distributions(self) -> Tuple[str, ...]:
         return ("onnxruntime", "onnxruntime-gpu", "onnxruntime-openvino")
 
-    def load(self, path: str, threads: int) -> Loaded:
+    def load(self, path: str, threads: int, input_names: Sequence[str] = ()) -> Loaded:
         if self.device == "cuda":
             _preload_cuda()
         with open(path, "rb") as fh:
-            return _OrtGraph(OrtSession(fh.read(), self.device, threads))
+            return _OrtGraph(OrtSession(fh.read(), self.device, threads, input_names=input_names))
 
     def providers(self) -> Tuple[str, ...]:
         import onnxruntime
@@ -115,29 +117,34 @@ class OpenVino(RuntimeAdapter):
     def distributions(self) -> Tuple[str, ...]:
         return ("openvino",)
 
-    def load(self, path: str, threads: int) -> Loaded:
+    def load(self, path: str, threads: int, input_names: Sequence[str] = ()) -> Loaded:
         if self._core is None:  # one Core per process: making one per graph costs more than compiling most graphs
             self._core = _core()
         core = self._core
         config = {"INFERENCE_NUM_THREADS": str(threads), "INFERENCE_PRECISION_HINT": "f32"}
-        return _OvGraph(core.compile_model(core.read_model(path), self.device.upper(), config))
+        return _OvGraph(core.compile_model(core.read_model(path), self.device.upper(), config), input_names)
 
     def providers(self) -> Tuple[str, ...]:
         return (self.device.upper(),)
 
 
 class _OvGraph(Loaded):
-    def __init__(self, compiled: Any) -> None:
+    def __init__(self, compiled: Any, input_names: Sequence[str]) -> None:
         self.compiled = compiled
         self.request = compiled.create_infer_request()
         self.providers = ("CPU",)
+        self.names = [port.get_any_name() for port in compiled.inputs]
+        self.input_names = tuple(input_names)
+
+    def feed(self, inputs: Sequence[np.ndarray]) -> Dict[str, np.ndarray]:
+        return by_name(self.names, self.input_names, inputs)
 
     def run(self, inputs: Sequence[np.ndarray]) -> List[np.ndarray]:
-        results = self.request.infer(dict(enumerate(inputs)))
+        results = self.request.infer(self.feed(inputs))
         return [np.array(results[out]) for out in self.compiled.outputs]  # copies: the next run reuses the buffers
 
     def call(self, inputs: Sequence[np.ndarray]) -> Callable[[], Any]:
-        feed = dict(enumerate(inputs))
+        feed = self.feed(inputs)
         return lambda: self.request.infer(feed)
 
 

@@ -60,7 +60,7 @@ def ort_device_memory(session: OrtSession, inputs: tuple, torch: Any) -> Peak:
     """Device memory a fresh session takes for its weights, arena and one run (free-memory delta)."""
     torch.cuda.synchronize()
     free_before, _ = torch.cuda.mem_get_info()
-    fresh = OrtSession(session.blob, "cuda", session.threads)
+    fresh = OrtSession(session.blob, "cuda", session.threads, input_names=session.input_names)
     fresh.run(inputs)
     free_after, _ = torch.cuda.mem_get_info()
     del fresh

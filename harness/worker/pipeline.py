@@ -78,7 +78,7 @@ def check(s: CellState) -> None:
 
 
 def load(s: CellState) -> None:
-    s.session = OrtSession(s.blob, s.cell.device, s.opts.threads, tensorrt=s.opts.tensorrt)
+    s.session = OrtSession(s.blob, s.cell.device, s.opts.threads, tensorrt=s.opts.tensorrt, input_names=s.input_names)
     s.found["ort_providers"] = tuple(s.session.providers)
 
 
