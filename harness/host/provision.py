@@ -162,7 +162,7 @@ class Provisioner:
         runtime = list(self.env.mmcv.runtime) if self.env.mmcv else []
         self._check(pip + ["install", "-q"] + index + list(self.env.pins) + runtime + list(self.extra))
         stamp.write_text("\n".join(self.env.pins) + "\n")
-        self.log(f"{self.env.name}: environment ready in {time.monotonic() - start:.0f} s")
+        self.log(f"{self.env.name}: pins installed in {time.monotonic() - start:.0f} s")
         return venv
 
     def _check(self, cmd: List[str], **kwargs: object) -> None:
