@@ -123,7 +123,7 @@ def test_a_torn_line_is_named_in_the_sources_with_its_fix(html: str) -> None:
 def test_the_sources_say_how_many_records_were_migrated(html: str) -> None:
     sources = html[html.index('<section id="sources">') :]
     assert '231 records <span class="muted">(231 of schema 1, read through the migration to schema 3)' in sources
-    assert "read through its migration to schema 3: 581 of schema 1." in sources
+    assert "read through its migration to schema 3: 581 of schema 1, 318 of schema 2." in sources
 
 
 def test_merged_results_are_written_beside_the_page(site: Path) -> None:
