@@ -100,10 +100,16 @@ def test_a_missing_interpreter_names_the_install_command():
         find_python("3.2")
 
 
-def test_a_failed_mmcv_build_leaves_the_environment_usable(tmp_path, monkeypatch):
+@pytest.fixture
+def unbuildable(tmp_path, monkeypatch):
+    """An environment of this Python whose mmcv cannot build (no such release), in a cache of its own."""
     monkeypatch.setenv("ONNX_COMPAT_CACHE", str(tmp_path))
     version = "{}.{}".format(*sys.version_info[:2])
-    env = Environment("tiny", version, ("six==1.16.0",), mmcv=MmcvSpec("mmcv-full==0.0.1"), source="test")
+    return Environment("tiny", version, ("six==1.16.0",), mmcv=MmcvSpec("mmcv-full==0.0.1"), source="test")
+
+
+def test_a_failed_mmcv_build_leaves_the_environment_usable(tmp_path, unbuildable):
+    env = unbuildable
     lines = []
     prov = Provisioner(env, log=lines.append)
     venv = prov.venv()
@@ -116,11 +122,9 @@ def test_a_failed_mmcv_build_leaves_the_environment_usable(tmp_path, monkeypatch
     assert again.mmcv_unavailable_reason(venv) == reason
 
 
-def test_an_mmcv_not_in_the_wheel_cache_is_left_for_later_and_built_on_request(tmp_path, monkeypatch):
+def test_an_mmcv_not_in_the_wheel_cache_is_left_for_later_and_built_on_request(unbuildable):
     """The matrix runs an environment's other cells before the compiler takes the cores (noxfile._run_matrix)."""
-    monkeypatch.setenv("ONNX_COMPAT_CACHE", str(tmp_path))
-    version = "{}.{}".format(*sys.version_info[:2])
-    env = Environment("later", version, ("six==1.16.0",), mmcv=MmcvSpec("mmcv-full==0.0.1"), source="test")
+    env = unbuildable
     lines = []
     prov = Provisioner(env, log=lines.append)
     venv = prov.venv(build_mmcv=False)
