@@ -41,12 +41,14 @@ class ConversionKind(Kind):
         store = ArtifactStore(artifacts_dir(args))
         precisions = _precisions(args.precision)
         shard = parse_shard(args.shard)
-        sources = {}
+        jobs: List[GraphJob] = []
+        sources: Dict[str, Manifest] = {}
         for manifest in _fp32_graphs(store, args):
-            for precision in precisions:
-                if in_shard(manifest.cell_id, shard):
-                    sources[job_id(manifest.env, manifest.cell_id, precision)] = manifest
-        jobs: List[GraphJob] = [graph_job(store, m, _precision_of(j)) for j, m in sources.items()]
+            if in_shard(manifest.cell_id, shard):
+                for precision in precisions:
+                    job = graph_job(store, manifest, precision)
+                    jobs.append(job)
+                    sources[job.cell_id] = manifest
         out = results_path(args, RecordKind.CONVERSION, shard=shard)
         return cls(args, jobs, out, "convert", code_hash(only=REPLAY_CODE), store, sources)
 
@@ -68,10 +70,6 @@ class ConversionKind(Kind):
 
     def worker(self) -> WorkerConfig:
         return WorkerConfig.from_args(self.args, self.name, worker_log(self.out), module="harness.artifacts.worker")
-
-
-def _precision_of(job: str) -> str:
-    return job.rpartition("@")[2]
 
 
 def _precisions(names: List[str]) -> List[str]:
