@@ -1,4 +1,4 @@
-"""When a job is done, and whose machine it is: the one resume key of every kind of job, the harness-error rule,
+"""When a job is done, and which machine's shard it falls in: the one resume key of every kind of job, the harness-error rule,
 the shard test and the hash of the code a job's result depends on."""
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ def in_shard(hex_id: str, shard: Optional[Tuple[int, int]]) -> bool:
 
 
 # What a cell's result depends on besides its spec and environment: the harness code that measures it and
-# the case files. The page, bench-op, the host side, the replay and the converter are left out, so editing them
-# keeps every exported cell.
+# the case files. The page, bench-op, the host side and the replay are left out, so editing them keeps every
+# exported cell (artifacts/ stays in: the worker stores each cell's graph through it).
 _NOT_MEASURING = ("report", "bench", "host", "replay", "progress.py", "__pycache__")
 
 # What a replay's (and a conversion's) result depends on: the code that judges or converts a stored graph, not
