@@ -1,5 +1,5 @@
-"""When a job is done, and which machine's shard it falls in: the one resume key of every kind of job, the harness-error rule,
-the shard test and the hash of the code a job's result depends on."""
+"""When a job is done, and which machine's shard it falls in: the one resume key of every kind of job, the
+harness-error rule, the shard test and the hash of the code a job's result depends on."""
 
 from __future__ import annotations
 
