@@ -99,6 +99,7 @@ class Parity:
     shapes_checked: Optional[int] = None
     mean_abs: Optional[float] = None  # mean absolute error over every output element
     psnr: Optional[float] = None  # dB over the reference's range, for image-like (4-D) outputs
+    p99_abs: Optional[float] = None  # the 99th percentile of the absolute error over every output element
 
 
 @dataclass(frozen=True)
@@ -113,9 +114,14 @@ class Timing:
     number: Optional[int] = None  # calls per timed block (records before 0.2 did not say)
 
 
+WORKING_SET = ".working_set"  # a memory key's suffix: `<target>.working_set` beside the target's footprint
+
+
 @dataclass(frozen=True)
 class Peak:
-    """Peak memory of one call of one target, and how it was taken."""
+    """Memory of one target, and how it was taken: under the target's own name its footprint (a session's
+    resident-set growth from before its creation through its first run; eager's parameters plus one call's
+    growth), under `<target>.working_set` one run's own growth (a session's with its arena off)."""
 
     peak_bytes: Optional[int]
     method: str
@@ -181,11 +187,13 @@ class CellRecord:
     runtime: Runtime = Runtime("onnxruntime", None)
     precision: str = "fp32"
     converter: str = ""  # what made a converted graph (fp16, int8) from the exported one, with its version
+    recipe: Optional[Dict[str, Any]] = None  # a searched recipe: the nodes kept float, its budget, what it reached
+    runtime_settings: Dict[str, str] = field(default_factory=dict)  # what the runtime chose ("inference_precision")
     artifact: str = ""  # digest of the stored graph and its samples (harness.artifacts), "" when none was kept
     portability: str = "standard"
     tags: Tuple[str, ...] = ()
     # what kind of job wrote it, where and when
-    kind: str = RecordKind.EXPORT.value  # export, replay, conversion (harness.record.RecordKind)
+    kind: str = RecordKind.EXPORT.value  # export, replay, conversion, search (harness.record.RecordKind)
     fingerprint: Fingerprint = Fingerprint()  # the exporting environment's, for a replay or a conversion too
     runtime_fingerprint: Optional[Fingerprint] = None  # the runtime or converter environment's; None for an export
     fingerprint_hash: str = ""
@@ -309,6 +317,8 @@ SHAPES: Tuple[Tuple[str, type], ...] = (
     ("eager_parity", dict),
     ("export", dict),
     ("runtime", dict),
+    ("recipe", dict),
+    ("runtime_settings", dict),
 )
 
 
@@ -382,5 +392,6 @@ def _typed(data: Dict[str, Any]) -> CellRecord:
         ort_providers=tuple(data.get("ort_providers") or ()),
         env_limits=dict(data.get("env_limits") or {}),
         operators=dict(data.get("operators") or {}),
+        runtime_settings={str(k): str(v) for k, v in (data.get("runtime_settings") or {}).items()},
     )
     return CellRecord(**values)

@@ -47,7 +47,20 @@ def _from_2(data: Dict[str, Any]) -> Dict[str, Any]:
     return dict(data, schema_version=3, kind=RecordKind.REPLAY.value, runtime_fingerprint=runtime_fingerprint)
 
 
-MIGRATIONS: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {1: _from_1, 2: _from_2}
+# Schema 3's memory was one call's resident-set growth in a warmed process: for eager that is one call's working
+# set, for a runtime session (whose arena kept its buffers) almost nothing. Schema 4 keeps, per target, a
+# footprint (`<target>`) and a working set (`<target>.working_set`); a schema-3 runtime figure is neither, and is
+# kept under `<target>.warm_run`, which no ratio reads.
+EAGER_TARGETS = ("eager", "reference")
+
+
+def _from_3(data: Dict[str, Any]) -> Dict[str, Any]:
+    memory = data.get("memory") if isinstance(data.get("memory"), dict) else {}
+    renamed = {(f"{t}.working_set" if t in EAGER_TARGETS else f"{t}.warm_run"): peak for t, peak in memory.items()}
+    return dict(data, schema_version=4, memory=renamed)
+
+
+MIGRATIONS: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {1: _from_1, 2: _from_2, 3: _from_3}
 
 
 def migrate(data: Dict[str, Any]) -> Dict[str, Any]:

@@ -18,6 +18,7 @@ from harness.report.charts import Chart, build_charts, strategy_colours
 from harness.report.ladder import LadderView, ladder_view
 from harness.report.load import Loaded, SourceFile
 from harness.report.precision import PrecisionView, precision_view
+from harness.report.recipes import recipe_rows
 from harness.report.runtimes import exporting, homes, judged, ladder, runtimes_of
 from harness.report.table import EXPORT, FP32, REPLAY, build_frame, made_its_graph, safe_json
 from harness.report.upgrade import all_pairs, runtime_pairs
@@ -309,7 +310,7 @@ def build_page(loaded: Loaded, title: str = "onnx-compat-matrix") -> Page:
         upgrade_default=(envs[0], envs[-1]) if envs else ("", ""),
         runtime_choices=tuple(choices),
         ladder=where,
-        precision=precision_view(frame, strategy_colours(strategies)),
+        precision=precision_view(frame, strategy_colours(strategies), recipe_rows(loaded.records)),
         runtimes=tuple(rows),
         replays=len(frame) - len(own),
         replay_runtimes=len({row.label for row in rows}),
