@@ -105,7 +105,8 @@ def test_advice_per_precision_is_grouped_apart(everywhere: pd.DataFrame) -> None
 def test_the_precision_view_states_tolerances_and_compares_with_fp32(page: Page, frame: pd.DataFrame) -> None:
     view = page.precision
     assert view.precisions == ("fp16", "int8-dynamic", "int8-static") and view.runtimes == tuple(CONVERTED_IN)
-    assert [t.precision for t in view.tolerances] == ["fp32", "fp16", "int8-dynamic", "int8-static"]
+    assert [t.precision for t in view.tolerances] == ["fp32", "fp16", "int8-dynamic", "int8-static", "bf16"]
+    assert [(m.precision, m.made_by) for m in view.made_by][0] == ("fp16", "onnxconverter-common 1.16.0")
     fp16 = view.tolerances[1]
     assert (fp16.atol, fp16.rtol) == ("1% of the reference output's range", "0.01")
     assert view.tolerances[3].atol.startswith(f"{PRECISION_TOLERANCES['int8-static'][0]:.0%}")
@@ -146,7 +147,7 @@ def test_the_matrix_pivots_on_precision(data: Dict[str, Any]) -> None:
     )
     detail = data["details"][index]
     assert "of" in detail  # linked to the fp32 cell it was converted from
-    assert len(detail["p"]) == 8 and detail["p"][6] is not None  # the mean absolute error, with the parity
+    assert len(detail["p"]) == 9 and detail["p"][6] is not None  # the mean absolute error, with the parity
 
 
 def test_the_runtimes_table_says_which_precisions_each_judged(page: Page) -> None:

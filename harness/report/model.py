@@ -305,7 +305,9 @@ def build_page(loaded: Loaded, title: str = "onnx-compat-matrix") -> Page:
         skipped=len(loaded.skipped),
         migrated=_migrated_text(loaded.migrated),
         superseded=loaded.superseded,
-        advisor=advisor_view(advice, everywhere, envs, matrix.row_labels(records), homes(frame), groups),
+        advisor=advisor_view(
+            advice, everywhere, envs, matrix.row_labels(records), homes(frame), groups, recipe_rows(loaded.records)
+        ),
         envs=tuple(envs),
         upgrade_default=(envs[0], envs[-1]) if envs else ("", ""),
         runtime_choices=tuple(choices),

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from harness.record import CellRecord, RecordKind, Verdict
+from harness.record.precisions import precision_of
 from harness.report.costs import format_ratio
 from harness.report.vocab import family_sort_key, precision_sort_key
 
@@ -41,22 +42,40 @@ def _number(value: Any, fmt: str) -> str:
     return "—" if not isinstance(value, (int, float)) or isinstance(value, bool) else format(value, fmt)
 
 
-def recipe_call(precision: str, kept: Sequence[str]) -> str:
-    """The converter call that reproduces a recipe, as a user would write it."""
+def conversion_call(precision: str, kept: Sequence[str]) -> str:
+    """The converter call that makes a precision's graph (with `kept` nodes left float), as a user would write it:
+    the calls harness.artifacts.convert makes."""
     names = "[" + ", ".join(repr(n) for n in kept) + "]"
-    if precision.startswith("fp16"):
+    start = precision_of(precision).searched_from or precision
+    if start == "fp16":
         return (
+            "import onnx\n"
             "from onnxruntime.transformers.onnx_model import OnnxModel\n"
             "model = OnnxModel(onnx.load('model.onnx'))\n"
-            f"model.convert_float_to_float16(keep_io_types=True, node_block_list={names})\n"
+            f"model.convert_float_to_float16(keep_io_types=True{', node_block_list=' + names if kept else ''})\n"
             "model.save_model_to_file('model.fp16.onnx')"
         )
+    if start == "fp16-onnxconverter":
+        return (
+            "import onnx\n"
+            "from onnxconverter_common import float16\n"
+            "model = float16.convert_float_to_float16(onnx.load('model.onnx'), keep_io_types=True)\n"
+            "onnx.save(model, 'model.fp16.onnx')"
+        )
+    if start == "int8-dynamic":
+        return (
+            "from onnxruntime.quantization import QuantType, quantize_dynamic\n"
+            "quantize_dynamic('model.onnx', 'model.int8.onnx', weight_type=QuantType.QInt8)"
+        )
+    ops = (
+        "\n                op_types_to_quantize=['Conv', 'MatMul', 'Gemm']," if start == "int8-static-weighted" else ""
+    )
+    exclude = f", nodes_to_exclude={names}" if kept else ""
     return (
         "from onnxruntime.quantization import QuantFormat, QuantType, quant_pre_process, quantize_static\n"
         "quant_pre_process('model.onnx', 'model.pre.onnx', skip_symbolic_shape=True)\n"
-        "quantize_static('model.pre.onnx', 'model.int8.onnx', calibration_reader, quant_format=QuantFormat.QDQ,\n"
-        "                op_types_to_quantize=['Conv', 'MatMul', 'Gemm'], activation_type=QuantType.QInt8,\n"
-        f"                weight_type=QuantType.QInt8, nodes_to_exclude={names})"
+        "quantize_static('model.pre.onnx', 'model.int8.onnx', calibration_reader, quant_format=QuantFormat.QDQ,"
+        f"{ops}\n                activation_type=QuantType.QInt8, weight_type=QuantType.QInt8{exclude})"
     )
 
 
@@ -92,7 +111,7 @@ def recipe_row(record: CellRecord) -> Optional[RecipeRow]:
         "—" if recipe.get("psnr") is None else f"{_number(recipe.get('psnr'), '.1f')} dB",
         format_ratio(recipe.get("latency_vs_fp32")) if found and kept else "—",
         format_ratio(recipe.get("bytes_vs_fp32")) if found and kept else "—",
-        recipe_call(str(recipe.get("from") or record.precision), [name for name, _ in kept]),
+        conversion_call(record.precision, [name for name, _ in kept]),
     )
 
 
