@@ -17,9 +17,9 @@ from conftest import keep_graph, unit_case
 from harness.artifacts.store import ArtifactStore
 from harness.campaign.options import Options
 from harness.errors import UserError
+from harness.judge.measure import FOOTPRINT_METHOD, WORKING_SET_METHOD
 from harness.plan.spec import CellSpec
 from harness.record import Verdict, read_results
-from harness.judge.measure import FOOTPRINT_METHOD, WORKING_SET_METHOD
 from harness.replay.judge import REPLAY_STAGES, replay_graph
 from harness.replay.runtimes import ADAPTERS, OnnxRuntime, adapter_for
 

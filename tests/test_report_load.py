@@ -71,8 +71,8 @@ def test_another_schema_version_is_refused_whole_with_the_fix() -> None:
     loaded = load([str(RECORDS / "schema99.jsonl")])
     assert loaded.records == [] and loaded.sources == []
     assert [r.line() for r in loaded.refusals] == [
-        "{}: line 1: schema_version 99 is not readable by this harness (reads 1, 2, 3 and 4); render it with the harness "
-        "version that wrote it, or move it out of the results folder".format(RECORDS / "schema99.jsonl")
+        "{}: line 1: schema_version 99 is not readable by this harness (reads 1, 2, 3 and 4); render it with the "
+        "harness version that wrote it, or move it out of the results folder".format(RECORDS / "schema99.jsonl")
     ]
 
 
