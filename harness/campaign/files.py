@@ -3,7 +3,8 @@ scripts find them by these names.
 
     results/<env>.jsonl               an export environment's cells (torch2@linux_aarch64 off linux_x86_64)
     results/replay-<runtime>.jsonl    one runtime environment's judgements of the stored graphs
-    results/convert.jsonl             the converter's result for each stored graph and precision
+    results/convert.jsonl             the converter's result for each stored graph and precision, and the recipe
+                                      searches' answers
     ....shard-I-of-N.jsonl            one machine's slice of any of these (--shard I/N)
 """
 
@@ -25,7 +26,7 @@ def results_stem(kind: RecordKind, name: str = "") -> str:
     """The file name without its suffix: the environment's name, `replay-<runtime>`, or `convert`."""
     if kind == RecordKind.REPLAY:
         return REPLAY_PREFIX + name
-    if kind == RecordKind.CONVERSION:
+    if kind in (RecordKind.CONVERSION, RecordKind.SEARCH):
         return CONVERT_STEM
     return name
 
