@@ -241,3 +241,58 @@ def test_a_search_that_finds_nothing_within_its_budget_says_so_with_the_best_it_
     assert record.reason.startswith("search: no recipe within 1 conversions")
     assert record.recipe["conversions"] == 1 and not record.recipe["found"] and record.recipe["min_passing_atol"] > 0
     assert not store.has(fp32.env, fp32.cell_id, "int8-static-recipe")
+
+
+def _with_a_float_range(store, fp32):
+    """The stored graph plus, times zero, a Range over float bounds read from the input's width and onnxruntime's
+    contrib GridSample, as a contrib-strategy STN has them: onnxruntime's symbolic shape inference stops at the
+    contrib op, and its float16 converter, left without types, makes the Range float16, which ONNX's Range does
+    not take."""
+    model = onnx.load(str(store.graph_path(fp32)))
+    model.opset_import.append(onnx.helper.make_opsetid("com.microsoft", 1))
+    graph = model.graph
+    out = graph.output[0].name
+    graph.output[0].name = out + "_before"
+    for node in graph.node:
+        node.output[:] = [out + "_before" if o == out else o for o in node.output]
+
+    def constant(name, value):
+        return onnx.helper.make_node("Constant", [], [name], value=numpy_helper.from_array(value, name), name=name)
+
+    graph.node.extend(
+        [
+            constant("axis3", np.array(3, np.int64)),
+            constant("start", np.array(0.0, np.float32)),
+            constant("step", np.array(1.0, np.float32)),
+            constant("zero", np.array(0.0, np.float32)),
+            onnx.helper.make_node("Shape", [graph.input[0].name], ["shape"], name="shape_of_input"),
+            onnx.helper.make_node("Gather", ["shape", "axis3"], ["width"], axis=0, name="width_of_input"),
+            onnx.helper.make_node("Cast", ["width"], ["limit"], to=onnx.TensorProto.FLOAT, name="width_float"),
+            onnx.helper.make_node("Range", ["start", "limit", "step"], ["ramp"], name="float_ramp"),
+            onnx.helper.make_node("ReduceSum", ["ramp"], ["ramp_sum"], keepdims=0, name="ramp_sum"),
+            constant("grid", np.zeros((2, 8, 8, 2), np.float32)),
+            onnx.helper.make_node("GridSample", [graph.input[0].name, "grid"], ["sampled"], domain="com.microsoft"),
+            onnx.helper.make_node("ReduceSum", ["sampled"], ["sampled_sum"], keepdims=0, name="sampled_sum"),
+            onnx.helper.make_node("Add", ["ramp_sum", "sampled_sum"], ["both"], name="both"),
+            onnx.helper.make_node("Mul", ["both", "zero"], ["nothing"], name="times_zero"),
+            onnx.helper.make_node("Add", [out + "_before", "nothing"], [out], name="plus_nothing"),
+        ]
+    )
+    graph.output[0].name = out
+    blob = model.SerializeToString()
+    changed = replace(fp32, graph=graph_digest(blob))
+    store.write(changed, blob)
+    return changed
+
+
+def test_the_search_repairs_a_conversion_the_converter_wrote_invalid_onnx_for(tmp_path):
+    store, fp32 = _stored_model(tmp_path, Small(None))
+    ramp = _with_a_float_range(store, fp32)
+    plain = convert_job(store, ramp, "fp16")
+    assert plain.verdict is Verdict.CHECK_FAILED and "float_ramp" in plain.reason  # onnx.checker names the node
+    record = convert_job(store, ramp, "fp16-recipe")
+    assert record.kind == "search" and record.verdict is Verdict.PASS, record.reason
+    # typed by ONNX's shape inference, onnxruntime's converter writes a valid graph: that setting is the recipe
+    assert record.recipe["options"] == {"symbolic": False} and record.recipe["conversions"] == 2
+    searched = store.read(store.folder(ramp.env, ramp.cell_id, "fp16-recipe") / "manifest.json")
+    assert replay_graph(searched, store, OnnxRuntime("ortnow"), OPTS).verdict is Verdict.PASS

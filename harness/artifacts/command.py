@@ -1,16 +1,19 @@
 """`python -m harness convert`: the conversion campaign. Each stored fp32 graph of the selection is converted to
 each precision once, in the converter environment, by a converter worker (a converter that crashes costs its
 graph); every conversion is recorded (results/convert.jsonl): made, failed with the converter's own message, or
-not applicable. The converted graphs are judged by `harness replay` like the fp32 ones.
+not applicable. Then the recipe searches, which start from those conversions: one graph per environment, case,
+parameters, strategy and exporter, the static graph at the highest opset whose starting conversion was made. The
+converted graphs are judged by `harness replay` like the fp32 ones.
 
-load -> ConversionKind -> drop_done -> open_results -> decide -> execute -> summarise
+ConversionKind (the conversions) -> conduct, then ConversionKind (the searches) -> conduct; each conduct is
+drop_done -> open_results -> decide -> execute -> summarise
 """
 
 from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from harness.artifacts.convert import PRECISIONS, converter_of
 from harness.artifacts.jobs import GraphJob, graph_job, job_id, stored_graphs
@@ -21,13 +24,19 @@ from harness.campaign.files import results_path, worker_log
 from harness.campaign.flags import artifacts_dir
 from harness.campaign.keys import REPLAY_CODE, Key, code_hash, in_shard, parse_shard, resume_key
 from harness.campaign.pool import WorkerConfig
-from harness.errors import UserError
+from harness.errors import ExitCode, UserError
 from harness.record import CellRecord, RecordKind, Verdict, canonical_params
 from harness.record.precisions import precision_of
 
 
 def convert_command(args: argparse.Namespace) -> int:
-    return pipeline(args, (ConversionKind.of, conduct))
+    precisions = _precisions(args.precision)
+    plain = [p for p in precisions if not precision_of(p).searched_from]
+    searched = [p for p in precisions if precision_of(p).searched_from and args.search_budget > 0]
+    codes = [pipeline(args, (lambda a: ConversionKind.of(a, plain), conduct))] if plain else []
+    if searched:
+        codes.append(pipeline(args, (lambda a: ConversionKind.of(a, searched), conduct)))
+    return max(codes, default=ExitCode.OK)
 
 
 @dataclass
@@ -39,25 +48,27 @@ class ConversionKind(Kind):
     noun = "conversion"
 
     @classmethod
-    def of(cls, args: argparse.Namespace) -> ConversionKind:
+    def of(cls, args: argparse.Namespace, precisions: List[str]) -> ConversionKind:
+        """The conversions to `precisions`, or the searches of searched ones (after the conversions they start
+        from: their targets are chosen by what the store holds)."""
         store = ArtifactStore(artifacts_dir(args))
-        precisions = _precisions(args.precision)
         shard = parse_shard(args.shard)
         jobs: List[GraphJob] = []
         sources: Dict[str, Manifest] = {}
         graphs = _fp32_graphs(store, args)
-        searched = {m.digest for m in (graphs if args.search_every_graph else search_targets(graphs))}
-        for manifest in graphs:
-            if in_shard(manifest.cell_id, shard):
-                for precision in precisions:
-                    searches = manifest.digest in searched and args.search_budget > 0
-                    if precision_of(precision).searched_from and not searches:
-                        continue
+        for precision in precisions:
+            start = precision_of(precision).searched_from
+            chosen = search_targets(graphs, store, start) if start and not args.search_every_graph else graphs
+            for manifest in chosen:
+                if in_shard(manifest.cell_id, shard):
                     job = graph_job(store, manifest, precision)
                     jobs.append(job)
                     sources[job.cell_id] = manifest
         out = results_path(args, RecordKind.CONVERSION, shard=shard)
-        return cls(args, jobs, out, "convert", code_hash(only=REPLAY_CODE), store, sources)
+        made = cls(args, jobs, out, "convert", code_hash(only=REPLAY_CODE), store, sources)
+        if any(precision_of(p).searched_from for p in precisions):
+            made.noun = "recipe search"
+        return made
 
     def key(self, job: GraphJob) -> Key:
         source = self.sources[job.cell_id]
@@ -70,7 +81,8 @@ class ConversionKind(Kind):
 
     def record_key(self, record: CellRecord) -> Optional[Key]:
         """A conversion whose graph the artifacts folder has lost is made again."""
-        stored = not record.recipe or bool(record.recipe.get("kept_float"))  # a recipe that passes as is stores none
+        recipe = record.recipe or {}
+        stored = not recipe or bool(recipe.get("kept_float") or recipe.get("options"))  # one that passes as is: none
         lost = stored and not self.store.has(record.env, record.cell_id, record.precision)
         if record.verdict == Verdict.PASS and lost:
             return None
@@ -96,19 +108,21 @@ def _precisions(names: List[str]) -> List[str]:
     return names or list(PRECISIONS)
 
 
-def search_targets(graphs: List[Manifest]) -> List[Manifest]:
-    """The graphs a recipe is searched for: one per environment, case, parameters, strategy and exporter, the static
-    graph at the highest opset (the one a user ships), so that the searches stay within the default matrix's time."""
-    best: Dict[tuple, Manifest] = {}
+def search_targets(graphs: List[Manifest], store: ArtifactStore, start: str) -> List[Manifest]:
+    """The graphs a recipe is searched for, so that the searches stay within the default matrix's time: one per
+    environment, case, parameters, strategy and exporter, the static graph at the highest opset whose `start`
+    conversion was made (else at the highest opset: the search may repair what the converter wrote)."""
+    best: Dict[tuple, Tuple[tuple, Manifest]] = {}
     for manifest in graphs:
         record = manifest.record
         if record.get("shape_mode") != "static":
             continue
         group = (manifest.env, record.get("case"), canonical_params(record.get("params") or {}), record.get("strategy"))
         group += (record.get("exporter"),)
-        if group not in best or record.get("opset", 0) > best[group].record.get("opset", 0):
-            best[group] = manifest
-    return list(best.values())
+        rank = (store.has(manifest.env, manifest.cell_id, start), record.get("opset", 0))
+        if group not in best or rank > best[group][0]:
+            best[group] = (rank, manifest)
+    return [manifest for _, manifest in best.values()]
 
 
 def _fp32_graphs(store: ArtifactStore, args: argparse.Namespace) -> List[Manifest]:

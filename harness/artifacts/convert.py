@@ -47,15 +47,24 @@ def _version(dist: str) -> str:
 
 
 def to_fp16(
-    path: str, manifest: Manifest, store: ArtifactStore, keep: Sequence[str] = (), prepared: bool = False
+    path: str,
+    manifest: Manifest,
+    store: ArtifactStore,
+    keep: Sequence[str] = (),
+    prepared: bool = False,
+    symbolic: bool = True,
 ) -> Converted:
     """onnxruntime's float16 conversion as its optimizer (--float16) and Olive run it: OnnxModel's, which removes
-    the casts it made redundant, then sorted as its save sorts; `keep` names nodes left in float."""
+    the casts it made redundant, then sorted as its save sorts; `keep` names nodes left in float. `symbolic=False`:
+    the tensor types from ONNX's shape inference rather than onnxruntime's symbolic one, which stops at a contrib op
+    and leaves the converter without types."""
     import onnx
     from onnxruntime.transformers.onnx_model import OnnxModel
 
     model = OnnxModel(onnx.load(path))
-    model.convert_float_to_float16(keep_io_types=True, node_block_list=list(keep) or None)
+    model.convert_float_to_float16(
+        use_symbolic_shape_infer=symbolic, keep_io_types=True, node_block_list=list(keep) or None
+    )
     model.topological_sort()
     return Converted(model.model.SerializeToString(), converter_of("fp16"))
 

@@ -57,7 +57,14 @@ def _searched(store: ArtifactStore, manifest: Manifest, precision: str, budget: 
     if found.graph is not None:
         store_converted(manifest, store, precision, Converted(found.graph, found.converter), recipe)
     verdict, reason = Verdict.PASS, None
-    if not found.passed:
+    if not found.passed and recipe.get("candidates", 2) < 2:
+        verdict = Verdict.MISMATCH
+        reason = (
+            f"search: {recipe['from']} converts {recipe.get('candidates')} node here and misses (needs atol "
+            f"{_number(recipe['min_passing_atol'])}, atol {_number(recipe['atol'])}); keeping it float would leave "
+            "nothing converted"
+        )
+    elif not found.passed:
         verdict = Verdict.MISMATCH
         reason = (
             f"search: no recipe within {recipe['conversions']} conversions; the best kept "

@@ -11,6 +11,7 @@ says so with the best it reached. Runs in the converter environment (onnx, onnxr
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -20,6 +21,7 @@ import numpy as np
 from harness.artifacts.convert import (
     CONVERTERS,
     WEIGHTED_OPS,
+    InvalidGraph,
     NotApplicable,
     check,
     converter_of,
@@ -62,9 +64,12 @@ class Search:
     evaluations: List[Tuple[List[np.ndarray], List[np.ndarray]]]  # (inputs, eager outputs) per evaluation set
     atol: float
     rtol: float
-    convert: Callable[[Sequence[str]], bytes]
+    convert: Callable[..., bytes]  # (nodes kept float, **the converter's options) -> the converted graph
     budget: int = SEARCH_BUDGET
     trials: List[Trial] = field(default_factory=list)
+    repaired: Tuple[str, ...] = ()  # nodes kept float because the converter wrote invalid ONNX at them
+    options: Dict[str, Any] = field(default_factory=dict)  # converter options the repair chose
+    repairs: Tuple[Dict[str, Any], ...] = ()  # options to try, in order, before keeping nodes float
 
     def judge(self, graph: bytes) -> Dict[str, Any]:
         session = OrtSession(graph, "cpu", 1, input_names=self.input_names)
@@ -75,28 +80,54 @@ class Search:
         return parity_mod.merge(results)
 
     def trial(self, kept: Sequence[str]) -> Trial:
+        kept = self.repaired + tuple(k for k in kept if k not in self.repaired)
         try:
-            graph = self.convert(kept)
+            graph = self.convert(kept, **self.options)
             found = Trial(tuple(kept), graph, self.judge(graph))
         except Exception as exc:  # the converter's or the runtime's own failure
             found = Trial(tuple(kept), None, {}, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}")
         self.trials.append(found)
         return found
 
-    def start(self) -> Trial:
-        """The starting recipe, nothing kept float; what fails here raises (the converter's own failure)."""
-        graph = self.convert(())
-        found = Trial((), graph, self.judge(graph))
-        self.trials.append(found)
-        return found
+    def start(self, feeding: Dict[str, List[str]]) -> Trial:
+        """The starting recipe, nothing kept float. Where onnx.checker refuses what the converter wrote and names a
+        node of the graph, that node and the nodes feeding it (`feeding`: by node name) are kept float and the
+        conversion made again (each try counts against the budget); any other failure of the converter raises: it
+        is the conversion's, no search's."""
+        untried = list(self.repairs)
+        while True:
+            try:
+                graph = self.convert(self.repaired, **self.options)
+            except InvalidGraph as bad:
+                if untried and len(self.trials) + 1 < self.budget:  # the converter's own options first
+                    self.trials.append(Trial(self.repaired, None, {}, f"InvalidGraph: {bad}"))
+                    self.options = dict(self.options, **untried.pop(0))
+                    continue
+                named = FAILING_NODE.search(str(bad))
+                node = named.group(1) if named else None
+                if node not in feeding or node in self.repaired or len(self.trials) + 1 >= self.budget:
+                    raise
+                self.trials.append(Trial(self.repaired, None, {}, f"InvalidGraph: {bad}"))
+                self.repaired += tuple(n for n in [node] + feeding[node] if n not in self.repaired)
+                continue
+            found = Trial(self.repaired, graph, self.judge(graph))
+            self.trials.append(found)
+            return found
 
     def left(self) -> int:
         return self.budget - len(self.trials)
 
 
+# What the search may change of a converter's own settings before it keeps nodes float, where the converter wrote
+# invalid ONNX: onnxruntime's float16 converter typed by ONNX's shape inference, when its symbolic one gives up.
+CONVERTER_REPAIRS: Dict[str, Tuple[Dict[str, Any], ...]] = {"fp16": ({"symbolic": False},)}
+FAILING_NODE = re.compile(r"node name: ([^)\s]+)\)")  # onnx.checker's words for the node it refuses
+
+
 def run_search(search: Search, ranked: Sequence[str]) -> Optional[Trial]:
     """The smallest passing prefix of `ranked` (never all of it: a graph with nothing converted is no recipe), or
     None; the starting recipe is the search's first trial, and every trial stays in `search.trials`."""
+    ranked = [name for name in ranked if name not in search.repaired]
     limit = len(ranked) - 1
     failing, passing = 0, None
     size = 1
@@ -188,6 +219,12 @@ def evaluations(manifest: Manifest, store: ArtifactStore) -> List[Tuple[List[np.
     return [(store.arrays(s.inputs), store.arrays(s.outputs)) for s in manifest.samples if s.stage == "parity"]
 
 
+def feeders(nodes: Sequence[Any]) -> Dict[str, List[str]]:
+    """Each named node's name, with the names of the nodes whose outputs it reads."""
+    made_by = {out: n.name for n in nodes for out in n.output if n.name}
+    return {n.name: [made_by[i] for i in n.input if i in made_by] for n in nodes if n.name}
+
+
 def graph_nodes(path: str) -> List[Any]:
     import onnx
 
@@ -233,12 +270,13 @@ def find_recipe(manifest: Manifest, store: ArtifactStore, precision: str, budget
 
         full = source_checks(path)
 
-        def convert(keep: Sequence[str]) -> bytes:
-            graph = make(path, manifest, store, keep, prepared=True).graph
+        def convert(keep: Sequence[str], **options: Any) -> bytes:
+            graph = make(path, manifest, store, keep, prepared=True, **options).graph
             check(graph, converter_of(start), full)
             return graph
 
         search = Search(fp32, manifest.input_names, cases, manifest.atol, manifest.rtol, convert, budget)
+        search.repairs = CONVERTER_REPAIRS.get(start, ())
         own = search.judge(fp32)
         if not own["ok"]:
             raise NotApplicable(
@@ -246,7 +284,7 @@ def find_recipe(manifest: Manifest, store: ArtifactStore, precision: str, budget
                 "can pass"
             )
         search.atol, search.rtol = atol, rtol
-        first = search.start()  # the recipe as it is: its converter's failure is the conversion's, no search's
+        first = search.start(feeders(nodes))  # the recipe as it is; a converter's failure is the conversion's
         ranked: List[str] = []
         if not first.passed:
             ranked = rank_nodes(fp32, first.graph, manifest.input_names, cases[0][0], candidates_of(nodes, start))
@@ -256,6 +294,7 @@ def find_recipe(manifest: Manifest, store: ArtifactStore, precision: str, budget
         floated = sum(n.op_type in fp16_blocked_ops() for n in nodes)
     answer = _answer(search, found, start, nodes, converter_of(start), cases[0][0], manifest.input_names)
     answer.recipe["float_nodes"] = floated + len(answer.recipe["kept_float"])
+    answer.recipe["candidates"] = len(candidates_of(nodes, start))
     return answer
 
 
@@ -290,8 +329,9 @@ def _answer(
         "atol": search.atol,
         "psnr": best.result.get("psnr"),
         "error": best.error,
+        "options": dict(search.options),
     }
-    graph = found.graph if found is not None and found.kept else None
+    graph = found.graph if found is not None and (found.kept or search.options) else None  # else: the start as is
     if graph is not None:
         recipe.update(speed_and_size(search.fp32, graph, input_names, inputs))
     return Found(graph, converter, recipe, found is not None)

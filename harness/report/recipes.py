@@ -42,17 +42,23 @@ def _number(value: Any, fmt: str) -> str:
     return "—" if not isinstance(value, (int, float)) or isinstance(value, bool) else format(value, fmt)
 
 
-def conversion_call(precision: str, kept: Sequence[str]) -> str:
-    """The converter call that makes a precision's graph (with `kept` nodes left float), as a user would write it:
-    the calls harness.artifacts.convert makes."""
+# A recipe's converter options (harness.artifacts.search.CONVERTER_REPAIRS) as the converter's own call names them.
+OPTION_CALLS = {"symbolic": "use_symbolic_shape_infer"}
+
+
+def conversion_call(precision: str, kept: Sequence[str], options: Optional[Dict[str, Any]] = None) -> str:
+    """The converter call that makes a precision's graph (with `kept` nodes left float and the recipe's converter
+    `options`), as a user would write it: the calls harness.artifacts.convert makes."""
     names = "[" + ", ".join(repr(n) for n in kept) + "]"
     start = precision_of(precision).searched_from or precision
     if start == "fp16":
+        extra = "".join(f", {OPTION_CALLS.get(k, k)}={v!r}" for k, v in (options or {}).items())
+        extra += f", node_block_list={names}" if kept else ""
         return (
             "import onnx\n"
             "from onnxruntime.transformers.onnx_model import OnnxModel\n"
             "model = OnnxModel(onnx.load('model.onnx'))\n"
-            f"model.convert_float_to_float16(keep_io_types=True{', node_block_list=' + names if kept else ''})\n"
+            f"model.convert_float_to_float16(keep_io_types=True{extra})\n"
             "model.save_model_to_file('model.fp16.onnx')"
         )
     if start == "fp16-onnxconverter":
@@ -86,10 +92,13 @@ def recipe_row(record: CellRecord) -> Optional[RecipeRow]:
     kept = [(str(k[0]), str(k[1])) for k in recipe.get("kept_float") or () if len(k) == 2]
     found = record.verdict == Verdict.PASS
     budget = recipe.get("budget")
-    if found and not kept:
+    options = {str(k): v for k, v in (recipe.get("options") or {}).items()}
+    if found and not kept and not options:
         outcome, tone = f"{recipe.get('from')} passes as converted", "all"
     elif found:
-        outcome, tone = f"passes with {len(kept)} node{'s' if len(kept) != 1 else ''} kept float", "some"
+        changed = ", ".join(f"{OPTION_CALLS.get(k, k)}={v!r}" for k, v in options.items())
+        nodes = f"{len(kept)} node{'s' if len(kept) != 1 else ''} kept float" if kept or not changed else ""
+        outcome, tone = "passes with " + " and ".join(p for p in (changed, nodes) if p), "some"
     else:
         outcome, tone = f"none within {_number(recipe.get('conversions'), 'd')} conversions; the best shown", "none"
     shown = ", ".join(f"{op} {name}" for name, op in kept[:SHOWN_NODES]) + (" …" if len(kept) > SHOWN_NODES else "")
@@ -109,9 +118,9 @@ def recipe_row(record: CellRecord) -> Optional[RecipeRow]:
         f"{_number(recipe.get('float_nodes'), 'd')} of {_number(recipe.get('nodes'), 'd')}",
         f"{_number(recipe.get('conversions'), 'd')} of {_number(budget, 'd')}",
         "—" if recipe.get("psnr") is None else f"{_number(recipe.get('psnr'), '.1f')} dB",
-        format_ratio(recipe.get("latency_vs_fp32")) if found and kept else "—",
-        format_ratio(recipe.get("bytes_vs_fp32")) if found and kept else "—",
-        conversion_call(record.precision, [name for name, _ in kept]),
+        format_ratio(recipe.get("latency_vs_fp32")) if found and (kept or options) else "—",
+        format_ratio(recipe.get("bytes_vs_fp32")) if found and (kept or options) else "—",
+        conversion_call(record.precision, [name for name, _ in kept], options),
     )
 
 
