@@ -179,7 +179,7 @@ def check_replays(t18, expect):
 def check_precisions(expect):
     """The real models' graphs converted once and judged at fp16 and int8 on at least two runtimes."""
     converted = {name: load(name, RecordKind.REPLAY) for name in ("ort1.32", "openvino2026")}
-    for precision in ("fp16", "int8-dynamic", "int8-static"):
+    for precision in ("fp16", "int8-dynamic", "int8-static-weighted"):
         for name, records in converted.items():
             net = pick(records, env="torch2", case="convnet", strategy="native", precision=precision)
             expect(
