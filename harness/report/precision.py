@@ -66,6 +66,7 @@ class PrecisionCell:
     psnr: str  # median PSNR of those with image-like outputs
     latency: str  # geometric mean of the latency ratio to the same graph in fp32, same runtime
     tone: str  # all | some | none | empty
+    p99: str = "—"  # median 99th-percentile absolute error of the graphs that ran
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,7 @@ def _cell(judged: pd.DataFrame, conversions: pd.DataFrame) -> PrecisionCell:
     ran = judged[judged["verdict"].isin(RAN)]
     passed = int((judged["verdict"] == PASS).sum())
     error, psnr = _median(ran["mean_abs"].tolist()), _median(ran["psnr"].tolist())
+    p99 = _median(ran["p99_abs"].tolist())
     tone = "empty" if judged.empty else "all" if passed == len(judged) else "some" if passed else "none"
     return PrecisionCell(
         passed,
@@ -137,6 +139,7 @@ def _cell(judged: pd.DataFrame, conversions: pd.DataFrame) -> PrecisionCell:
         "—" if psnr is None else f"{psnr:.1f} dB",
         format_ratio(geomean(ran["ratio"].tolist())),
         tone,
+        "—" if p99 is None else f"{p99:.2g}",
     )
 
 
