@@ -286,8 +286,14 @@ def find_recipe(manifest: Manifest, store: ArtifactStore, precision: str, budget
         search.atol, search.rtol = atol, rtol
         first = search.start(feeders(nodes))  # the recipe as it is; a converter's failure is the conversion's
         ranked: List[str] = []
+        ranking = "by the error each node's own conversion adds"
         if not first.passed:
-            ranked = rank_nodes(fp32, first.graph, manifest.input_names, cases[0][0], candidates_of(nodes, start))
+            candidates = candidates_of(nodes, start)
+            try:
+                ranked = rank_nodes(fp32, first.graph, manifest.input_names, cases[0][0], candidates)
+            except Exception as exc:  # onnxruntime refused the graph with its intermediates exposed: graph order
+                ranked = [n.name for n in candidates]
+                ranking = f"in graph order (the intermediates could not be exposed: {type(exc).__name__})"
         found = first if first.passed else run_search(search, ranked)
     floated = len(nodes) - len(candidates_of(nodes, start))  # what the recipe never converts
     if not precision_of(start).tolerance.startswith("int8"):
@@ -295,6 +301,7 @@ def find_recipe(manifest: Manifest, store: ArtifactStore, precision: str, budget
     answer = _answer(search, found, start, nodes, converter_of(start), cases[0][0], manifest.input_names)
     answer.recipe["float_nodes"] = floated + len(answer.recipe["kept_float"])
     answer.recipe["candidates"] = len(candidates_of(nodes, start))
+    answer.recipe["ranking"] = ranking
     return answer
 
 
