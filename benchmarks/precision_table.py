@@ -4,6 +4,7 @@ conversion that failed (invalid ONNX included) or did not apply is counted on th
 converter: it is never a runtime's verdict.
 
     python3 benchmarks/precision_table.py [RESULTS_DIR] [--family grid_sample] [--tag model]
+    python3 benchmarks/precision_table.py [RESULTS_DIR] --recipes [--case stn,stn_tutorial]
 
 Records of converted graphs come from the replays (and results/convert.jsonl for conversions that failed or do not
 apply); fp32 rows include the exporting cells. Markdown on stdout.
@@ -53,8 +54,12 @@ def main(argv=None) -> int:
     parser.add_argument("results", nargs="?", default="results")
     parser.add_argument("--family", default=None)
     parser.add_argument("--tag", default="model")
+    parser.add_argument("--recipes", action="store_true", help="the recipe searches' answers instead")
+    parser.add_argument("--case", default="", help="cases, comma-separated (with --recipes)")
     args = parser.parse_args(argv)
     records = newest_records(args.results)
+    if args.recipes:
+        return recipes(records.values(), [c for c in args.case.split(",") if c])
     wanted = [
         r
         for r in records.values()
@@ -91,6 +96,35 @@ def main(argv=None) -> int:
         print(
             f"| {strategy} | {precision} | {converter} | {runtime} | {passed} / {len(group)} | "
             f"{_median(errors, '.2g')} | {_median(psnr, '.1f')} | {_median(ratios, '.2f') + 'x' if ratios else ''} |"
+        )
+    return 0
+
+
+def recipes(records, cases: List[str]) -> int:
+    """Per environment, case, parameters, strategy and searched precision: what the search answered."""
+    print(
+        "| env | case | params | strategy | opset | precision | answer | kept float | float nodes | conversions / "
+        "budget | needs atol / atol | PSNR dB |"
+    )
+    print("|---|---|---|---|---:|---|---|---|---:|---:|---:|---:|")
+    found = [r for r in records if r.kind == "search" and (not cases or r.case in cases)]
+    for r in sorted(found, key=lambda r: (r.case, r.params_key, r.precision, r.env, r.strategy)):
+        recipe = r.recipe or {}
+        kept = ", ".join(f"{op} {name}" for name, op in recipe.get("kept_float") or ())
+        answer = {"pass": "passes", "mismatch": "none within budget"}.get(r.verdict.value, r.verdict.value)
+        if r.verdict == Verdict.PASS and not kept and not recipe.get("options"):
+            answer = "passes as converted"
+        elif recipe.get("options"):
+            answer += f" ({', '.join(f'{k}={v}' for k, v in recipe['options'].items())})"
+        need = recipe.get("min_passing_atol")
+        atol = recipe.get("atol")
+        ratio = f"{need:.3g} / {atol:.3g}" if isinstance(need, (int, float)) and isinstance(atol, (int, float)) else ""
+        psnr = recipe.get("psnr")
+        print(
+            f"| {r.env} | {r.case} | {r.params_key} | {r.strategy} | {r.opset} | {r.precision} | {answer} | "
+            f"{kept or ('—' if recipe else (r.reason or '')[:90])} | {recipe.get('float_nodes', '')} of "
+            f"{recipe.get('nodes', '')} | {recipe.get('conversions', '')} / {recipe.get('budget', '')} | {ratio} | "
+            f"{'' if psnr is None else format(psnr, '.1f')} |"
         )
     return 0
 
