@@ -18,6 +18,8 @@ class RecordKind(str, Enum):
     EXPORT = "export"  # a cell exported and judged by its own environment's onnxruntime
     REPLAY = "replay"  # a stored graph judged again by a runtime environment of the ladder
     CONVERSION = "conversion"  # a converter's own result for a stored graph (made, failed, or not applicable)
+    TRACE = "trace"  # a trusted runtime's intermediates of a stored graph, stored for `divergence` records
+    DIVERGENCE = "divergence"  # where a mismatching graph first parts from a trusted run of it (harness diverge)
 
     def __str__(self) -> str:
         return self.value
