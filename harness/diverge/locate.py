@@ -13,10 +13,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from harness.artifacts.store import ArtifactStore, Manifest
+from harness.artifacts.store import ArtifactStore, Manifest, Sample
 from harness.diverge.compare import CARRIERS, first_divergence, output_span
-from harness.diverge.trace import Unexposable, read_trace, run_exposed, samples_of, store_trace, trace_path
-from harness.diverge.wire import WireError, nodes
+from harness.diverge.trace import Exposed, Unexposable, read_trace, run_exposed, samples_of, store_trace, trace_path
+from harness.diverge.wire import Node, WireError, nodes
 from harness.judge import parity as parity_mod
 from harness.record import CellRecord, Divergence, RecordKind, Stage, Verdict
 from harness.replay.runtimes import RuntimeAdapter
@@ -123,12 +123,17 @@ def _locate(
             run = run_exposed(adapter, graph, store.arrays(sample.inputs), manifest)
         except Unexposable as why:
             return base, f"{here} cannot expose its intermediates: {why}"
+        fused = None
         if _outputs_pass(run.tensors, run.outputs, store.arrays(sample.outputs), manifest):
-            continue
+            fused, run = _bisect(adapter, graph, order, store, sample, manifest)
+            if run is None:
+                continue
         tensors = {n: store.array(d) for n, d in dict(trace["tensors"]).items()}
         span = output_span(store.arrays(sample.outputs))
         found = first_divergence(order, run.tensors, tensors, manifest.atol, manifest.rtol, span)
         where = Divergence(base.trusted, base.trusted_precision, sample.label, nodes=len(order))
+        if found.node is None and fused is not None:
+            return _fused(where, fused, found.compared), None
         if found.node is None:
             reason = (
                 f"no node's outputs part from {base.trusted} beyond the tolerance scaled to each tensor "
@@ -140,6 +145,53 @@ def _locate(
     return Divergence(base.trusted, base.trusted_precision, nodes=len(order)), (
         f"the mismatch does not show in {here} with every intermediate exposed: it computes the graph otherwise "
         "when its intermediates are outputs (a fused or reordered graph), so no node can be pointed at"
+    )
+
+
+def _bisect(
+    adapter: RuntimeAdapter, graph: bytes, order: Sequence[Node], store: ArtifactStore, sample: Sample, m: Manifest
+) -> Tuple[Optional[Node], Optional[Exposed]]:
+    """Where exposing every intermediate hides the mismatch (the runtime fuses differently when they are outputs):
+    the longest prefix of nodes whose outputs can be exposed with the mismatch still there, found by bisection, and
+    the node after it, whose exposure hides it; (None, None) when even one node's exposure hides it, or none does."""
+    inputs, reference = store.arrays(sample.inputs), store.arrays(sample.outputs)
+
+    def shows(k: int) -> Optional[Exposed]:
+        only = [o for node in order[:k] for o in node.outputs]
+        try:
+            run = run_exposed(adapter, graph, inputs, m, only)
+        except Unexposable:
+            return None
+        return None if _outputs_pass(run.tensors, run.outputs, reference, m) else run
+
+    low, high = 0, len(order)  # the mismatch shows with none exposed (the replay's verdict), not with all
+    best = shows(0)
+    if best is None:
+        return None, None
+    while high - low > 1:
+        middle = (low + high) // 2
+        run = shows(middle)
+        if run is None:
+            high = middle
+        else:
+            low, best = middle, run
+    return order[low], best
+
+
+def _fused(where: Divergence, node: Node, compared: int) -> Divergence:
+    note = (
+        "fused: with every node before it exposed the mismatch stays and they agree with the trusted run; exposing "
+        "this node's outputs too hides the mismatch (the runtime computes it otherwise when it is not fused)"
+    )
+    return _with(
+        where,
+        node=node.name,
+        op_type=node.op_type,
+        domain=node.domain,
+        preceding=node.index,
+        compared=compared,
+        tensor=node.outputs[0] if node.outputs else "",
+        note=note,
     )
 
 

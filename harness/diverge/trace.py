@@ -45,10 +45,16 @@ def samples_of(manifest: Manifest, stages: Sequence[str]) -> List[Sample]:
     return [s for s in manifest.samples if s.stage in stages]
 
 
-def run_exposed(adapter: RuntimeAdapter, graph: bytes, inputs: Sequence[np.ndarray], manifest: Manifest) -> Exposed:
-    """The graph run once in this runtime with every node output made a graph output."""
+def run_exposed(
+    adapter: RuntimeAdapter,
+    graph: bytes,
+    inputs: Sequence[np.ndarray],
+    manifest: Manifest,
+    only: Optional[Sequence[str]] = None,
+) -> Exposed:
+    """The graph run once in this runtime with every node output (or those of `only`) made a graph output."""
     own = tuple(graph_outputs(graph))
-    model, _ = exposed(graph)
+    model, _ = exposed(graph, only)
     names = graph_outputs(model)
     handle, path = tempfile.mkstemp(suffix=".onnx")
     try:
