@@ -19,6 +19,7 @@ from harness.diverge.wire import Node
 # Nodes that hand on a value under a new name (a converter's insertions) and may be compared with what they carry.
 CARRIERS = ("Cast", "DequantizeLinear", "Identity")
 PASSING_ON = CARRIERS + ("QuantizeLinear",)
+INT32 = (-(2**31), 2**31 - 1)  # integers beyond it are sentinels (a Slice's "to the end"), which runtimes may narrow
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,8 @@ def tensor_diff(got: np.ndarray, want: np.ndarray, atol: float, rtol: float, out
     if want.size == 0:
         return TensorDiff(0.0, 0.0, 0, 0)
     if not (np.issubdtype(want.dtype, np.floating) or np.issubdtype(got.dtype, np.floating)):
+        if got.dtype != np.bool_ and want.dtype != np.bool_:  # "to the end" (INT64_MAX in a Slice) held as int32
+            got, want = (np.clip(x.astype(np.int64), INT32[0], INT32[1]) for x in (got, want))
         unequal = got != want
         delta = np.abs(got.astype(np.float64) - want.astype(np.float64)) if got.dtype != np.bool_ else unequal
         return TensorDiff(float(np.max(delta)), 0.0, int(unequal.sum()), want.size)
