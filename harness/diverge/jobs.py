@@ -13,9 +13,11 @@ import glob
 import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from harness.artifacts.jobs import job_id
+from harness.campaign.files import kind_of_file
 from harness.record import CellRecord, RecordKind, Verdict, ladder_key, read_results
 
 Label = Tuple[str, str]  # a runtime's (name, version)
@@ -49,6 +51,8 @@ def judged_records(results_dir: str) -> List[CellRecord]:
     """The newest export and replay record of each cell and runtime under the results folder."""
     newest: Dict[Tuple[Any, ...], CellRecord] = {}
     for path in sorted(glob.glob(os.path.join(results_dir, "*.jsonl"))):
+        if kind_of_file(Path(path))[0] not in (RecordKind.EXPORT, RecordKind.REPLAY):
+            continue  # conversions, traces and divergences judge no graph
         found = read_results(path)
         if found.refusal is not None:
             print(f"skipped: {found.refusal.line()}", file=sys.stderr)

@@ -130,7 +130,8 @@ def _locate(
                 continue
         tensors = {n: store.array(d) for n, d in dict(trace["tensors"]).items()}
         span = output_span(store.arrays(sample.outputs))
-        found = first_divergence(order, run.tensors, tensors, manifest.atol, manifest.rtol, span)
+        exposed = order if fused is None else order[: fused.index]  # the graph's own outputs come after them
+        found = first_divergence(exposed, run.tensors, tensors, manifest.atol, manifest.rtol, span)
         where = Divergence(base.trusted, base.trusted_precision, sample.label, nodes=len(order))
         if found.node is None and fused is not None:
             return _fused(where, fused, found.compared), None

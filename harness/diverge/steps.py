@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
@@ -25,7 +26,7 @@ from harness.campaign.pool import WorkerConfig
 from harness.diverge.jobs import Mismatch, judged_records, mismatches
 from harness.diverge.locate import divergence_blank, trace_blank
 from harness.diverge.trace import TRACES
-from harness.errors import UserError
+from harness.errors import ExitCode, UserError
 from harness.record import CellRecord, Divergence, RecordKind, Verdict
 from harness.replay.runtimes import RuntimeAdapter, adapter_for
 
@@ -64,7 +65,15 @@ class Diverge:
 
 def diverge_command(args: argparse.Namespace) -> int:
     kind = TraceKind.of if args.phase == "trace" else LocateKind.of
-    return pipeline(Diverge(args), (discover, load, kind, conduct))
+    return pipeline(Diverge(args), (discover, load, kind, nothing_here, conduct))
+
+
+def nothing_here(kind: Kind) -> Any:
+    """A runtime with no job in this phase says so and writes no results file (most of the ladder, most phases)."""
+    if kind.jobs:
+        return kind
+    print(f"{kind.name}: no {kind.noun} to make here; {'; '.join(kind.summary())}", file=sys.stderr)
+    return ExitCode.OK
 
 
 def discover(d: Diverge) -> Diverge:

@@ -39,4 +39,5 @@ class Divergence:
         op = self.op_type if not self.domain else f"{self.domain}::{self.op_type}"
         if self.carries:
             op = f"{op} of {self.carries}"
-        return f"{op} (node {self.node}, {self.preceding} before it)"
+        fused = ", fused with what follows it" if self.note and self.note.startswith("fused") else ""
+        return f"{op} (node {self.node}, {self.preceding} before it{fused})"
