@@ -135,6 +135,7 @@ def _run_matrix(session: nox.Session, env: str) -> None:
         session.notify("convert", posargs=[])
         for runtime in CPU_RUNTIMES:
             session.notify(f"replay(runtime='{runtime}')", posargs=[])
+        session.notify("diverge", posargs=[])
 
 
 def _harness_run(session: nox.Session, venv: Path, environ: dict, name: str, extra=()) -> None:
@@ -186,6 +187,30 @@ def convert(session: nox.Session) -> None:
     _, venv, environ = _provision(session, "convert")
     args = ["--artifacts", str(ROOT / "artifacts"), "--results-dir", str(ROOT / "results")]
     session.run(str(venv_python(venv)), "-m", "harness", "convert", *args, *session.posargs, env=environ, external=True)
+
+
+@nox.session(python=False)
+def diverge(session: nox.Session) -> None:
+    """Where each mismatch first parts from a trusted run (harness diverge, budgeted, resumable): every runtime of the
+    ladder traces the graphs it is trusted for, then every mismatching runtime locates its mismatches, an exporting
+    environment's own onnxruntime where the ladder lacks its release. Arguments after -- go to each harness diverge."""
+    common = ["--artifacts", str(ROOT / "artifacts"), "--results-dir", str(ROOT / "results"), *PARALLEL[:2]]
+    common += PARALLEL[4:]
+    for phase in ("trace", "locate"):
+        for runtime in CPU_RUNTIMES:
+            _, venv, environ = _provision(session, runtime)
+            args = ["--phase", phase, "--runtime", runtime, "--runtime-kind", _environment(runtime).runtime]
+            session.log(f"diverge: {phase} in {runtime}")
+            run = [str(venv_python(venv)), "-m", "harness", "diverge", *args, *common, *session.posargs]
+            session.run(*run, env=environ, external=True)
+    ladder_versions = {_environment(r).pin("onnxruntime") for r in CPU_RUNTIMES}
+    for env in CPU_ENVS:  # an exporting environment's own onnxruntime, judged only there
+        if _environment(env).pin("onnxruntime") not in ladder_versions:
+            _, venv, environ = _provision(session, env, build_mmcv=False)
+            args = ["--runtime", records_env_name(env), "--runtime-kind", "onnxruntime", *common, *session.posargs]
+            session.log(f"diverge: locate in {env} (its onnxruntime {_environment(env).pin('onnxruntime')})")
+            session.run(str(venv_python(venv)), "-m", "harness", "diverge", *args, env=environ, external=True)
+    _render(session, "after the divergences")
 
 
 def _has_gpu() -> bool:

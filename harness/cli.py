@@ -1,4 +1,4 @@
-"""`python -m harness run|replay|convert|list|report|bench-op`: one argparse tree; each world adds its flags.
+"""`python -m harness run|replay|convert|diverge|list|report|bench-op`: one argparse tree; each world adds its flags.
 
 A command returns an exit code (harness.errors.ExitCode); a UserError becomes one line on stderr and exit 2.
 """
@@ -74,6 +74,37 @@ def add_convert_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_diverge_arguments(p: argparse.ArgumentParser) -> None:
+    from harness.diverge import DEFAULT_BUDGET
+
+    p.add_argument("--runtime", default=None, help="this runtime environment's name (default: $HARNESS_RUNTIME)")
+    p.add_argument("--runtime-kind", default=None, help="onnxruntime or openvino (default: the one installed here)")
+    p.add_argument(
+        "--phase",
+        choices=("trace", "locate"),
+        default="locate",
+        help="trace: store this (trusted) runtime's intermediates; locate: find where this runtime's mismatches part",
+    )
+    p.add_argument(
+        "--budget",
+        type=int,
+        default=DEFAULT_BUDGET,
+        help=f"mismatches with a trusted judgement to locate, fp32 first (default {DEFAULT_BUDGET})",
+    )
+    add_flags(
+        p,
+        OUTPUT + ("jobs", "pin", "timeout", "memory-limit-mb"),
+        out={"help": "results file (default: RESULTS_DIR/trace-RUNTIME.jsonl or diverge-RUNTIME.jsonl)"},
+        timeout={"default": 120.0, "help": "seconds a graph may take (default 120)"},
+    )
+
+
+def _diverge(args: argparse.Namespace) -> int:
+    from harness.diverge.steps import diverge_command
+
+    return diverge_command(args)
+
+
 def _convert(args: argparse.Namespace) -> int:
     from harness.artifacts.command import convert_command
 
@@ -115,11 +146,14 @@ def build_parser() -> argparse.ArgumentParser:
     from harness.report import cli as report_cli
 
     parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{run,replay,convert,list,report,bench-op}")
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="{run,replay,convert,diverge,list,report,bench-op}"
+    )
     commands: List[Tuple[str, str, Callable[[argparse.ArgumentParser], Any], Callable[[argparse.Namespace], int]]] = [
         ("run", "run the matrix's cells in this environment and append their records", add_run_arguments, _run),
         ("replay", "judge stored graphs again in this runtime environment (no torch)", add_replay_arguments, _replay),
         ("convert", "convert stored graphs to fp16 and int8 (no torch)", add_convert_arguments, _convert),
+        ("diverge", "where each mismatch first parts from a trusted run (no torch)", add_diverge_arguments, _diverge),
         ("list", "list the cases, strategies, cells and this environment's limits", _add_list_arguments, _list),
         ("report", "render the HTML page from results files (no torch needed)", report_cli.add_arguments, _report),
         ("bench-op", "benchmark grid_sample implementations side by side", bench_cli.add_arguments, _bench),

@@ -142,6 +142,18 @@ def test_the_replay_side_imports_neither_torch_nor_onnx():
     assert proc.returncode == 0, proc.stderr
 
 
+def test_the_divergence_side_imports_neither_torch_nor_onnx():
+    """Divergences are traced and located in runtime environments, which hold a runtime and numpy only."""
+    code = (
+        "import sys, harness.cli, harness.diverge.steps, harness.diverge.worker, harness.diverge.locate\n"
+        "harness.cli.build_parser().parse_args(['diverge', '--runtime', 'x', '--phase', 'trace'])\n"
+        "bad = [m for m in ('torch', 'onnx', 'mmcv', 'pandas', 'jinja2') if m in sys.modules]\n"
+        "assert not bad, bad\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=str(ROOT), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_the_graph_sees_imports_inside_functions():
     """The command line imports each command's steps only when it runs: those edges are in the graph all the same."""
     graph = _graph()
@@ -154,6 +166,7 @@ def test_the_graph_sees_imports_inside_functions():
 FORBIDDEN = {
     "harness.replay": ("harness.worker", "harness.run", "harness.plan", "harness.strategies"),
     "harness.artifacts": ("harness.worker", "harness.run", "harness.replay", "harness.strategies"),
+    "harness.diverge": ("harness.worker", "harness.run", "harness.plan", "harness.strategies", "harness.report"),
     "harness.campaign": ("harness.worker", "harness.run", "harness.replay", "harness.artifacts", "harness.plan"),
     "harness.run": ("harness.worker.executor", "harness.worker.pipeline", "harness.worker.loop", "harness.cli"),
     "harness.record": ("harness.",),

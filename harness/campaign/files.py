@@ -5,6 +5,8 @@ scripts find them by these names.
     results/replay-<runtime>.jsonl    one runtime environment's judgements of the stored graphs
     results/convert.jsonl             the converter's result for each stored graph and precision, and the recipe
                                       searches' answers
+    results/trace-<runtime>.jsonl     a trusted runtime's intermediates stored for the divergences (harness diverge)
+    results/diverge-<runtime>.jsonl   where each mismatch in that runtime first parts from a trusted run
     ....shard-I-of-N.jsonl            one machine's slice of any of these (--shard I/N)
 """
 
@@ -19,13 +21,15 @@ from harness.record import RecordKind
 SUFFIX = ".jsonl"
 REPLAY_PREFIX = "replay-"
 CONVERT_STEM = "convert"
+PREFIXES = {RecordKind.REPLAY: REPLAY_PREFIX, RecordKind.TRACE: "trace-", RecordKind.DIVERGENCE: "diverge-"}
 WORKER_LOG_SUFFIX = ".worker.log"
 
 
 def results_stem(kind: RecordKind, name: str = "") -> str:
-    """The file name without its suffix: the environment's name, `replay-<runtime>`, or `convert`."""
-    if kind == RecordKind.REPLAY:
-        return REPLAY_PREFIX + name
+    """The file name without its suffix: the environment's name, `replay-<runtime>` (`trace-`, `diverge-`), or
+    `convert`."""
+    if kind in PREFIXES:
+        return PREFIXES[kind] + name
     if kind in (RecordKind.CONVERSION, RecordKind.SEARCH):
         return CONVERT_STEM
     return name
@@ -51,8 +55,9 @@ def kind_of_file(path: Path) -> Tuple[RecordKind, str]:
     """What a results file holds by its name, and whose: (REPLAY, "ort1.14"), (EXPORT, "torch1.8")."""
     stem = Path(path).name.split(".shard-")[0]
     stem = stem[: -len(SUFFIX)] if stem.endswith(SUFFIX) else stem
-    if stem.startswith(REPLAY_PREFIX):
-        return RecordKind.REPLAY, stem[len(REPLAY_PREFIX) :]
+    for kind, prefix in PREFIXES.items():
+        if stem.startswith(prefix):
+            return kind, stem[len(prefix) :]
     if stem == CONVERT_STEM:
         return RecordKind.CONVERSION, ""
     return RecordKind.EXPORT, stem

@@ -54,9 +54,9 @@ def in_shard(hex_id: str, shard: Optional[Tuple[int, int]]) -> bool:
 
 
 # What a cell's result depends on besides its spec and environment: the harness code that measures it and
-# the case files. The page, bench-op, the host side and the replay are left out, so editing them keeps every
-# exported cell (artifacts/ stays in: the worker stores each cell's graph through it).
-_NOT_MEASURING = ("report", "bench", "host", "replay", "progress.py", "__pycache__")
+# the case files. The page, bench-op, the host side, the replay and the divergences are left out, so editing them
+# keeps every exported cell (artifacts/ stays in: the worker stores each cell's graph through it).
+_NOT_MEASURING = ("report", "bench", "host", "replay", "diverge", "progress.py", "__pycache__")
 
 # What a replay's (and a conversion's) result depends on: the code that judges or converts a stored graph, not
 # the code that exports one.

@@ -18,6 +18,7 @@ from harness.record.cell import (
     Stage,
     Timing,
 )
+from harness.record.divergence import Divergence
 from harness.record.installed import EnvInfo, cpu_name, default_env_name, dist_version, torch_free_fingerprint
 from harness.record.reader import Refusal, ResultsFile, SkippedLine, read_results, set_aside_torn_lines
 from harness.record.terms import (
@@ -44,6 +45,7 @@ __all__ = [
     "PORTABILITY_SHORT",
     "SCHEMA_VERSION",
     "CellRecord",
+    "Divergence",
     "EnvInfo",
     "ExportInfo",
     "Fingerprint",

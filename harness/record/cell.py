@@ -11,6 +11,7 @@ import json
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
+from harness.record.divergence import Divergence
 from harness.record.migrations import MIGRATIONS, migrate
 from harness.record.terms import SCHEMA_VERSION, RecordKind, Verdict, canonical_params, clean
 
@@ -193,7 +194,8 @@ class CellRecord:
     portability: str = "standard"
     tags: Tuple[str, ...] = ()
     # what kind of job wrote it, where and when
-    kind: str = RecordKind.EXPORT.value  # export, replay, conversion, search (harness.record.RecordKind)
+    kind: str = RecordKind.EXPORT.value  # export, replay, conversion, search, trace, divergence (RecordKind)
+    divergence: Optional[Divergence] = None  # a divergence record's finding; None for every other kind
     fingerprint: Fingerprint = Fingerprint()  # the exporting environment's, for a replay or a conversion too
     runtime_fingerprint: Optional[Fingerprint] = None  # the runtime or converter environment's; None for an export
     fingerprint_hash: str = ""
@@ -319,6 +321,7 @@ SHAPES: Tuple[Tuple[str, type], ...] = (
     ("runtime", dict),
     ("recipe", dict),
     ("runtime_settings", dict),
+    ("divergence", dict),
 )
 
 
@@ -384,6 +387,7 @@ def _typed(data: Dict[str, Any]) -> CellRecord:
         if not isinstance(export, dict)
         else _part(ExportInfo, dict(export, domains=tuple(export.get("domains") or ()))),
         runtime=_runtime(data.get("runtime")),
+        divergence=_part(Divergence, data.get("divergence")),
         fingerprint=Fingerprint.from_json(data.get("fingerprint") or {}),
         runtime_fingerprint=None
         if data.get("runtime_fingerprint") is None

@@ -19,6 +19,8 @@ class RecordKind(str, Enum):
     REPLAY = "replay"  # a stored graph judged again by a runtime environment of the ladder
     CONVERSION = "conversion"  # a converter's own result for a stored graph (made, failed, or not applicable)
     SEARCH = "search"  # a recipe search's answer: the fewest nodes kept float that pass, or the best it reached
+    TRACE = "trace"  # a trusted runtime's intermediates of a stored graph, stored for `divergence` records
+    DIVERGENCE = "divergence"  # where a mismatching graph first parts from a trusted run of it (harness diverge)
 
     def __str__(self) -> str:
         return self.value

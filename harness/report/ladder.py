@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import pandas as pd
 
@@ -27,6 +27,7 @@ class LadderCell:
     title: str  # the verdicts in words
     home: bool  # the exporting environment's own runtime
     messages: Tuple[Tuple[str, int, str], ...] = ()  # (verdict label, how many graphs, the runtime's message)
+    first_nodes: Tuple[Tuple[str, int], ...] = ()  # (the first diverging node's op, how many mismatches): diverge
 
 
 @dataclass(frozen=True)
@@ -84,8 +85,11 @@ def _messages(part: Sequence[Any]) -> Tuple[Tuple[str, int, str], ...]:
     return tuple((VERDICT_STYLE[Verdict(v)].label, n, text) for (v, text), n in top if text)
 
 
-def ladder_cell(part: Sequence[Any], graphs: int, runtime: str, home: bool) -> LadderCell:
-    """What one runtime made of a row's graphs (`part`: its records there, as rows of COLUMNS)."""
+def ladder_cell(
+    part: Sequence[Any], graphs: int, runtime: str, home: bool, first: Optional[Counter] = None
+) -> LadderCell:
+    """What one runtime made of a row's graphs (`part`: its records there, as rows of COLUMNS; `first`: where its
+    mismatches first part from a trusted run, by op)."""
     if not graphs:
         return LadderCell("", "nograph", "no graph to judge: none was exported", home)
     if not part:
@@ -98,7 +102,8 @@ def ladder_cell(part: Sequence[Any], graphs: int, runtime: str, home: bool) -> L
         title += f" ({graphs - len(part)} of the {graphs} graphs not replayed here)"
     if home:
         title += "; judged by the exporting environment itself"
-    return LadderCell(f"{passed}/{len(part)}", tone, title, home, _messages(part))
+    nodes = tuple(sorted((first or Counter()).items(), key=lambda kv: -kv[1]))
+    return LadderCell(f"{passed}/{len(part)}", tone, title, home, _messages(part), nodes)
 
 
 def _row_label(key: Tuple[object, ...], several: Dict[str, bool]) -> str:
@@ -115,7 +120,10 @@ def _exported(cells: Sequence[Any], graphs: Sequence[Any]) -> Tuple[str, str]:
 
 
 def strategy_rows(
-    own: Sequence[Any], replays: Mapping[Tuple[object, ...], Sequence[Any]], runtimes: Sequence[str]
+    own: Sequence[Any],
+    replays: Mapping[Tuple[object, ...], Sequence[Any]],
+    runtimes: Sequence[str],
+    first: Optional[Mapping[Tuple[object, ...], Counter]] = None,
 ) -> List[LadderRow]:
     """One row per environment, opset, exporter and device where the strategy applied (`own`: its exporting cells,
     `replays`: its replays by ROW and runtime; both rows of COLUMNS)."""
@@ -133,7 +141,8 @@ def strategy_rows(
         found = []
         for runtime in runtimes:
             part = graphs if runtime == home else replays.get(key + (runtime,), ())
-            found.append(ladder_cell(part, len(graphs), runtime, runtime == home))
+            nodes = (first or {}).get((cells[0].family, cells[0].strategy) + key + (runtime,))
+            found.append(ladder_cell(part, len(graphs), runtime, runtime == home, nodes))
         rows.append(LadderRow(_row_label(key, several), *_exported(cells, graphs), tuple(found)))
     return rows
 
@@ -142,8 +151,11 @@ def _rows(frame: pd.DataFrame) -> List[Any]:
     return list(frame.assign(no_graph=made_no_graph(frame))[COLUMNS].itertuples(index=False, name="LadderRecord"))
 
 
-def ladder_view(frame: pd.DataFrame, envs: Sequence[str]) -> LadderView:
-    """Every family's strategies on the runtime ladder (`frame`: every record, exporting and replayed)."""
+def ladder_view(
+    frame: pd.DataFrame, envs: Sequence[str], first: Optional[Mapping[Tuple[object, ...], Counter]] = None
+) -> LadderView:
+    """Every family's strategies on the runtime ladder (`frame`: every record, exporting and replayed; `first`: the
+    first diverging nodes by square, harness.report.divergence.first_nodes)."""
     order = {e: i for i, e in enumerate(envs)}
     own = exporting(frame).sort_values(by="env", key=lambda col: col.map(order), kind="stable")
     replayed = exported_graphs(frame[~frame["own"].astype(bool)])
@@ -163,7 +175,7 @@ def ladder_view(frame: pd.DataFrame, envs: Sequence[str]) -> LadderView:
         found = []
         for strategy in strategies:
             cells, replays = own_rows.get((family, strategy), []), by_row.get((family, strategy), {})
-            rows = strategy_rows(cells, replays, runtimes)
+            rows = strategy_rows(cells, replays, runtimes, first)
             if rows:
                 judged = cells + [cell for part in replays.values() for cell in part]
                 seen = evidence_of((c.runtime, c.verdict) for c in judged if not c.no_graph)

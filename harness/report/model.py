@@ -15,6 +15,7 @@ from harness.report import matrix
 from harness.report.advisor import advise, grouped_rows
 from harness.report.cards import AdvisorView, advisor_view
 from harness.report.charts import Chart, build_charts, strategy_colours
+from harness.report.divergence import SIDE_KINDS, DivergenceView, detail_of, divergence_view, first_nodes, judged_key
 from harness.report.ladder import LadderView, ladder_view
 from harness.report.load import Loaded, SourceFile
 from harness.report.precision import PrecisionView, precision_view
@@ -129,6 +130,7 @@ class Page:
     upgrade_default: Tuple[str, str]
     runtime_choices: Tuple[RuntimeChoice, ...]
     ladder: LadderView
+    divergence: DivergenceView
     precision: PrecisionView
     runtimes: Tuple[RuntimeRow, ...]
     replays: int  # records of graphs judged again elsewhere (converted ones included)
@@ -273,9 +275,19 @@ def runtime_choices(frame: pd.DataFrame, envs: Sequence[str]) -> List[RuntimeCho
     return choices
 
 
+def _attach_divergences(data: Dict[str, Any], records: Sequence[CellRecord], side: Sequence[CellRecord]) -> None:
+    """Each mismatching cell's details carry where it first parts from a trusted run ("dv"), when it was located."""
+    found = {judged_key(r): r for r in side if r.divergence is not None}
+    for index, record in enumerate(records):
+        divergence = found.get(judged_key(record))
+        if divergence is not None:
+            data["details"][index]["dv"] = detail_of(divergence)
+
+
 def build_page(loaded: Loaded, title: str = "onnx-compat-matrix") -> Page:
     """Everything the page shows, computed once; the templates only lay it out."""
-    records = [r for r in loaded.records if not made_its_graph(r)]
+    side = [r for r in loaded.records if r.kind in SIDE_KINDS]  # traces and divergences: about other records
+    records = [r for r in loaded.records if not made_its_graph(r) and r.kind not in SIDE_KINDS]
     frame = build_frame(records)
     envs = env_order(frame, records)
     own, everywhere = exporting(frame), judged(frame)
@@ -287,9 +299,10 @@ def build_page(loaded: Loaded, title: str = "onnx-compat-matrix") -> Page:
     choices = runtime_choices(exported, envs)
     ladders = {c.env: list(c.runtimes) for c in choices}
     by_runtime = runtime_pairs(exported, advice_fp32, ladders, homes(frame))
-    where = ladder_view(frame, envs)
+    where = ladder_view(frame, envs, first_nodes(side))
     evidence = {(f.family, s.strategy): s.evidence for f in where.families for s in f.strategies}
     data = matrix.payload(frame, records, envs, matrix.upgrades(pairs, by_runtime, ladders), evidence)
+    _attach_divergences(data, records, side)
     rows = runtime_rows(records, envs)
     counts = Counter(own["verdict"])
     portability = dict(zip(own["strategy"], own["portability"]))
@@ -312,6 +325,7 @@ def build_page(loaded: Loaded, title: str = "onnx-compat-matrix") -> Page:
         upgrade_default=(envs[0], envs[-1]) if envs else ("", ""),
         runtime_choices=tuple(choices),
         ladder=where,
+        divergence=divergence_view(side),
         precision=precision_view(frame, strategy_colours(strategies), recipe_rows(loaded.records)),
         runtimes=tuple(rows),
         replays=len(frame) - len(own),

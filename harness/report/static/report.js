@@ -295,6 +295,17 @@
         ["smallest passing atol", fmtNum(p[4])], ["shapes checked", p[5]],
       ]));
     }
+    if (d.dv) { // [trusted, where, sample, max abs, tolerance there, elements beyond it, of, note, reason]
+      var dv = d.dv;
+      panelBody.appendChild(el("h3", { text: "Where it first goes wrong" }));
+      panelBody.appendChild(kv([
+        ["against", dv[0] + " (a trusted run of the same graph)"], ["first diverging node", dv[1]],
+        ["inputs", dv[2] || null], ["difference there", dv[3] === null ? null : fmtNum(dv[3])],
+        ["tolerance there", dv[4] === null ? null : fmtNum(dv[4])],
+        ["elements beyond it", dv[5] === null ? null : dv[5] + " of " + dv[6]],
+        ["note", dv[7] === null ? undefined : dv[7]], ["why no node", dv[8] === null ? undefined : dv[8]],
+      ]));
+    }
     var targets = Object.keys(d.l);
     if (targets.length) {
       panelBody.appendChild(el("h3", { text: "Latency (median, IQR)" }));
