@@ -90,6 +90,8 @@ def export_row(record: CellRecord, fingerprint: Dict[str, Any]) -> Dict[str, Any
         row[f"memory_{target}_method"] = peak.method
     for key in FINGERPRINT_KEYS + tuple(k for k in fingerprint if k not in FINGERPRINT_KEYS):
         value = fingerprint[key]
+        if isinstance(value, dict):  # a case's own packages: "kornia 0.6.8"
+            value = ", ".join(f"{k} {v}" for k, v in sorted(value.items())) or None
         row["fingerprint_" + key] = ", ".join(value) if isinstance(value, list) else value
     for key in ("schema_version", "harness_version", "cell_id", "started_at", "wall_s"):
         row[key] = getattr(record, key)
