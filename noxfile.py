@@ -9,6 +9,7 @@ once per set of pins in the cache folder ($ONNX_COMPAT_CACHE, default ~/.cache/o
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import platform
@@ -32,7 +33,13 @@ from harness.host.environments import (  # noqa: E402
     load_environments,
 )
 from harness.host.provision import Provisioner, link_into_repo, venv_bin, venv_python  # noqa: E402
-from harness.host.requirements import declared_requirements, requirement_venv, resolve, write_plan  # noqa: E402
+from harness.host.requirements import (  # noqa: E402
+    declared_requirements,
+    import_failure,
+    requirement_venv,
+    resolve,
+    write_plan,
+)
 from harness.record import RecordKind, platform_tag  # noqa: E402
 
 nox.options.sessions = ["matrix", "report"]
@@ -153,6 +160,11 @@ def _requirements(session: nox.Session, prov: Provisioner, venv: Path) -> tuple:
                 groups.append((resolution, None))
                 continue
             target = requirement_venv(prov, venv, resolution)
+            failure = import_failure(target, resolution)
+            if failure:
+                session.log(f"{prov.env.name}: requires {resolution.key}: {failure}")
+                groups.append((dataclasses.replace(resolution, reason=failure), None))
+                continue
             versions = ", ".join(f"{k} {v}" for k, v in sorted(resolution.packages.items()))
             session.log(f"{prov.env.name}: requires {resolution.key}: {versions}")
             groups.append((resolution, None if target == venv else target))

@@ -147,7 +147,10 @@ def pip_reason(output: str) -> str:
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     causes = _section(lines, "The conflict is caused by:")
     if causes:
-        return "pip: " + "; ".join(c.replace("(constraint)", "(this environment's pin)") for c in causes)[:400]
+        head = next((line for line in lines if line.startswith("ERROR: Cannot install")), "")
+        head = head.replace("ERROR: ", "").split(" because")[0]
+        said = "; ".join(c.replace("(constraint)", "(this environment's pin)") for c in causes)
+        return f"pip: {head}: {said}"[:400] if head else f"pip: {said}"[:400]
     missing = next((line for line in lines if "No matching distribution found" in line), None)
     python = next((line for line in lines if "require a different python version" in line), "")
     if missing:
@@ -198,6 +201,29 @@ def requirement_venv(prov: Provisioner, venv: Path, resolution: Resolution) -> P
     shutil.rmtree(target, ignore_errors=True)
     building.rename(target)
     return target
+
+
+_PROBE = """
+import importlib, importlib.metadata as m, sys
+for name in sys.argv[1:]:
+    try:
+        top = (m.distribution(name).read_text("top_level.txt") or "").split()
+    except m.PackageNotFoundError:
+        top = []
+    importlib.import_module(top[0] if top else name.replace("-", "_"))
+"""
+
+
+def import_failure(venv: Path, resolution: Resolution) -> Optional[str]:
+    """Why a resolved requirement installs but does not import in the venv (a torchvision built against another
+    torch build: "operator torchvision::nms does not exist"), in one line; None when each imports."""
+    names = sorted(resolution.packages)
+    done = subprocess.run([str(venv_python(venv)), "-c", _PROBE, *names], capture_output=True, text=True)
+    if done.returncode == 0:
+        return None
+    last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+    versions = ", ".join(f"{k} {v}" for k, v in sorted(resolution.packages.items()))
+    return f"{versions} installs here but does not import: {last}"[:400]
 
 
 def _link_or_copy(src: str, dst: str) -> None:

@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import pandas as pd
 
 from harness.record import Verdict, portability_rank, portability_short
+from harness.report.blockers import blocking_operators
 from harness.report.costs import best_reference_only, format_ratio, geomean, main_kind, with_ratios
 from harness.report.table import FP32
 from harness.report.vocab import NOT_THE_STRATEGYS_FAULT
@@ -80,6 +81,7 @@ class Advice:
     why: str
     inapplicable: Tuple[Candidate, ...] = ()  # candidates none of whose cells could apply: not ranked
     needs: Tuple[str, ...] = ()  # what a candidate needs of a model's other operators, one sentence each
+    # (and each other operator that blocks a model's export whatever the strategy: harness.report.blockers)
     runtime: str = ""  # the deployment runtime's label ("onnxruntime 1.14.1")
     home: bool = True  # whether that is the environment's own runtime (its exporting cells judged the graphs)
     precision: str = FP32  # the graphs' precision: as exported, or converted (fp16, int8-dynamic, int8-static)
@@ -239,7 +241,7 @@ def advise(frame: pd.DataFrame, groups: Optional[Mapping[Tuple[object, ...], Lis
                 mem_ref,
                 explain(ranked, lat_ref, mem_ref),
                 inapplicable,
-                operator_needs(rows),
+                operator_needs(rows) + blocking_operators(rows),
                 str(runtime),
                 precision == FP32 and any(r.home == runtime for r in rows),  # converted graphs: replays only
                 str(precision),
