@@ -21,7 +21,7 @@ FP32 = "fp32"  # the exported graph as is; other precisions are graphs converted
 EXPORT, REPLAY, CONVERSION = RecordKind.EXPORT.value, RecordKind.REPLAY.value, RecordKind.CONVERSION.value
 CONVERTER = "converter"
 PARITY = ("max_abs", "max_rel", "atol", "rtol", "min_passing_atol", "mean_abs", "psnr")
-NUMERIC = PARITY + tuple(prefix + "_" + target for target in TARGETS for prefix in ("lat", "mem"))
+NUMERIC = PARITY + tuple(prefix + "_" + target for target in TARGETS for prefix in ("lat", "mem")) + ("export_s",)
 COLUMNS = (
     "idx",
     "env",
@@ -50,6 +50,7 @@ COLUMNS = (
     "reason",
     "failed_stage",
     "exported",
+    "export_s",
     "error_type",
     "message",
     "max_abs",
@@ -134,6 +135,7 @@ def flat_row(index: int, record: CellRecord) -> Dict[str, Any]:
         "reason": record.reason,
         "failed_stage": failed.name if failed else None,
         "exported": record.export is not None,  # a graph came out of the exporter (stored for replays, if kept)
+        "export_s": export_seconds(record),
         "error_type": failed.error_type if failed else None,
         "message": failed.message if failed else None,
     }
@@ -146,6 +148,12 @@ def flat_row(index: int, record: CellRecord) -> Dict[str, Any]:
         row["mem_" + target] = number(peak.peak_bytes) if peak else None
     row.update({"finished_at": record.finished_at, "run_id": record.run_id})
     return row
+
+
+def export_seconds(record: CellRecord) -> Optional[float]:
+    """How long torch.onnx.export took, when it produced a graph (the worker's `export` stage)."""
+    stage = next((s for s in record.stages if s.name == "export"), None)
+    return stage.seconds if stage is not None and stage.outcome == "ok" and stage.seconds > 0 else None
 
 
 def build_frame(records: Sequence[CellRecord]) -> pd.DataFrame:
