@@ -44,7 +44,7 @@ def raft_inputs(params: Dict[str, Any], shape: Dict[str, int], gen: torch.Genera
     family="grid_sample",
     inputs=raft_inputs,
     params=({"mode": "bilinear", "padding_mode": "zeros", "align_corners": True},),
-    shapes=({"N": 1, "H": 64, "W": 64},),
+    shapes=({"N": 1, "H": 128, "W": 128},),  # its coarsest correlation level is then 2x2 (1x1 would divide by 0)
     input_names=("image1", "image2"),
     exporters=("torchscript",),
     opsets=(9, 11, 16),  # Resize's align_corners needs 11; GridSample 16; the newest is added
@@ -54,7 +54,7 @@ def raft_inputs(params: Dict[str, Any], shape: Dict[str, int], gen: torch.Genera
     requires=["torchvision>=0.12"],
 )
 def raft_small(params: Dict[str, Any], op: Any) -> nn.Module:
-    """torchvision's RAFT small (random weights, 64x64, 2 flow updates), unmodified: it calls F.grid_sample itself."""
+    """torchvision's RAFT small (random weights, 128x128, 2 flow updates), unmodified: it calls F.grid_sample itself."""
     return RaftSmall()
 
 
