@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -107,35 +108,14 @@ def test_the_fingerprint_records_the_packages_and_hashes_as_before_without_them(
     assert with_kornia.hash() != plain.hash()
 
 
-USER_CASE = '''
-import torch
-from harness import register_case
-
-
-def inputs(params, shape, gen):
-    n, h, w = 2, 12, 14
-    ys, xs = torch.meshgrid(torch.arange(h, dtype=torch.float32), torch.arange(w, dtype=torch.float32))
-    return (torch.randn(n, 3, h, w, generator=gen), xs.expand(n, h, w) + torch.randn(n, h, w, generator=gen),
-            ys.expand(n, h, w) + torch.randn(n, h, w, generator=gen))
-
-
-class Remap(torch.nn.Module):
-    def forward(self, image, map_x, map_y):
-        import kornia
-
-        return kornia.geometry.transform.remap(image, map_x, map_y, align_corners=True)
-
-
-@register_case("my_remap", family="grid_sample", inputs=inputs, input_names=["image", "map_x", "map_y"],
-               exporters=["torchscript"], requires=["kornia"])
-def my_remap(params, op):
-    """kornia's remap, as a user's case with a requirement of its own."""
-    return Remap()
-'''
+# README's own example of a case with a requirement (the test runs what users read)
+README = (ROOT / "README.md").read_text()
+USER_CASE = next(b for b in re.findall(r"```python\n(.*?)```", README, re.S) if "my_cases/kornia_remap.py" in b)
 
 
 def test_a_users_case_with_requires_runs_through_nox_in_torch112(tmp_path):
-    """As README's "Your own model" says: a case file in a folder of its own, no file of the project edited."""
+    """README's "A case that needs packages of its own": its file in a folder of its own, no file of the project
+    edited; the torch1.12 environment resolves kornia against its pins and runs the case in a venv of its own."""
     cases = tmp_path / "my_cases"
     cases.mkdir()
     (cases / "remap.py").write_text(USER_CASE)
