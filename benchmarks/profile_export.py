@@ -57,13 +57,21 @@ def contexts(strategy: Any) -> Dict[str, Any]:
 
 def gaps(model: Any, inputs: Tuple[Any, ...], opset: int, context: Any) -> str:
     """The C++ time between symbolic calls against the size of the value map each call is handed."""
-    try:
-        from torch.onnx import utils as host
+    import importlib
 
-        name = "_run_symbolic_function"
-        original = getattr(host, name)
-    except AttributeError:
-        return "(this torch keeps _run_symbolic_function elsewhere)"
+    name = "_run_symbolic_function"
+    host = None
+    for where in ("torch.onnx._internal.torchscript_exporter.utils", "torch.onnx.utils"):
+        try:
+            module = importlib.import_module(where)
+        except ImportError:
+            continue
+        if hasattr(module, name):
+            host = module
+            break
+    if host is None:
+        return "(no _run_symbolic_function in this torch)"
+    original = getattr(host, name)
     log: List[Tuple[int, float]] = []
     last = [0.0]
 
