@@ -9,6 +9,7 @@ once per set of pins in the cache folder ($ONNX_COMPAT_CACHE, default ~/.cache/o
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import platform
@@ -32,6 +33,13 @@ from harness.host.environments import (  # noqa: E402
     load_environments,
 )
 from harness.host.provision import Provisioner, link_into_repo, venv_bin, venv_python  # noqa: E402
+from harness.host.requirements import (  # noqa: E402
+    declared_requirements,
+    import_failure,
+    requirement_venv,
+    resolve,
+    write_plan,
+)
 from harness.record import RecordKind, platform_tag  # noqa: E402
 
 nox.options.sessions = ["matrix", "report"]
@@ -117,25 +125,63 @@ def _run_matrix(session: nox.Session, env: str) -> None:
     place = _place(env, CPU_ENVS)
     session.log(f"export environment {shown} ({place}); then replays in {', '.join(CPU_RUNTIMES)}")
     prov, venv, environ = _provision(session, env, build_mmcv=False)
+    plan, overlays = _requirements(session, prov, venv)
     if prov.env.mmcv and not prov.mmcv_settled(venv):
         # a cold cache: the page shows this environment's other cells before the compiler takes the cores, and
         # nothing is timed while it builds
         session.log(f"{env} ({place}): mmcv is not built yet: the cells that need no mmcv first, then the page")
-        _harness_run(session, venv, environ, name, ["--without", "mmcv"])
+        _harness_run(session, venv, environ, name, ["--without", "mmcv", *plan])
         _render(session, f"after {env} without its mmcv cells")
         session.log(f"{env} ({place}): building mmcv, then its cells")
         try:
-            prov.install_mmcv(venv)
+            for target in [venv, *overlays]:  # the requirements' venvs were copied from this one before mmcv
+                prov.install_mmcv(target)
         except UserError as exc:
             session.error(str(exc))
         environ = _environ(prov, venv)
-    _harness_run(session, venv, environ, name)
+    _harness_run(session, venv, environ, name, plan)
     _render(session, f"after {env}")
     if not os.environ.get("MATRIX_NO_REPLAY"):  # once every environment has exported: convert, then every runtime
         session.notify("convert", posargs=[])
         for runtime in CPU_RUNTIMES:
             session.notify(f"replay(runtime='{runtime}')", posargs=[])
         session.notify("diverge", posargs=[])
+
+
+def _requirements(session: nox.Session, prov: Provisioner, venv: Path) -> tuple:
+    """Each set of requirements the case files declare, resolved against this environment's pins and installed in a
+    venv of its own; the run's `--requirements-plan` arguments and those venvs."""
+    try:
+        sets = declared_requirements(_cases_dirs(session.posargs))
+        groups = []
+        for requires in sets:
+            resolution = resolve(prov, venv, requires)
+            if resolution.reason:
+                session.log(f"{prov.env.name}: requires {resolution.key}: nothing fits: {resolution.reason}")
+                groups.append((resolution, None))
+                continue
+            target = requirement_venv(prov, venv, resolution)
+            failure = import_failure(target, resolution)
+            if failure:
+                session.log(f"{prov.env.name}: requires {resolution.key}: {failure}")
+                groups.append((dataclasses.replace(resolution, reason=failure), None))
+                continue
+            versions = ", ".join(f"{k} {v}" for k, v in sorted(resolution.packages.items()))
+            session.log(f"{prov.env.name}: requires {resolution.key}: {versions}")
+            groups.append((resolution, None if target == venv else target))
+    except UserError as exc:
+        session.error(str(exc))
+    if not groups:
+        return [], []
+    path = write_plan(ROOT / ".nox" / f"{prov.env.name}.requirements.json", groups)
+    return ["--requirements-plan", str(path)], [target for _, target in groups if target]
+
+
+def _cases_dirs(posargs) -> list:
+    """The --cases-dir folders among the arguments for `harness run`."""
+    found = [a.split("=", 1)[1] for a in posargs if a.startswith("--cases-dir=")]
+    found += [posargs[i + 1] for i, a in enumerate(posargs[:-1]) if a == "--cases-dir"]
+    return found
 
 
 def _harness_run(session: nox.Session, venv: Path, environ: dict, name: str, extra=()) -> None:

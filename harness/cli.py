@@ -34,6 +34,12 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
         metavar="PACKAGE",
         help="leave out the cells of strategies that need these packages (mmcv): nox runs them once mmcv is built",
     )
+    run.add_argument(
+        "--requirements-plan",
+        default=None,
+        metavar="FILE",
+        help="where each case's requires resolved in this environment (nox writes it; default: this venv as it is)",
+    )
 
 
 def add_replay_arguments(p: argparse.ArgumentParser) -> None:

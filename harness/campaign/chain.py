@@ -65,6 +65,11 @@ class Kind:
         """Where the jobs run: the worker's entry point and its options."""
         raise NotImplementedError
 
+    def worker_groups(self, jobs: List[Job]) -> List[Tuple[WorkerConfig, List[Job]]]:
+        """The jobs by where they run: one pool each, one after the other (an export's cases that need a venv of
+        their own); all in `worker()` by default."""
+        return [(self.worker(), jobs)]
+
     def decided(self, job: Job) -> Optional[Tuple[Verdict, str]]:
         """A verdict known before any work (not applicable, with its reason), or None: the job runs."""
         return None
@@ -137,10 +142,10 @@ def decide(c: Campaign) -> Campaign:
 def execute(c: Campaign) -> Campaign:
     """Each runnable job in a worker process; every record written as it ends; Ctrl-C stops cleanly."""
     kind = c.kind
-    pool = WorkerPool(kind.worker(), size=kind.args.jobs, make_record=kind.blank)
     try:
-        if c.runnable:
-            pool.run(c.runnable, lambda o: write_outcome(c, o), lambda j: c.progress.started(j.label()))
+        for config, jobs in kind.worker_groups(c.runnable) if c.runnable else ():
+            pool = WorkerPool(config, size=kind.args.jobs, make_record=kind.blank)
+            pool.run(jobs, lambda o: write_outcome(c, o), lambda j: c.progress.started(j.label()))
     except KeyboardInterrupt:
         c.interrupted = True
     finally:

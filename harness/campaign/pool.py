@@ -69,6 +69,7 @@ class WorkerConfig:
     module: str = "harness.worker"  # the worker's entry point: harness.replay.worker, harness.artifacts.worker
     extra: Sequence[str] = ()  # that entry point's own arguments
     cpus: Sequence[int] = ()  # pin the i-th worker to cpus[i] (one worker per core, timing undisturbed by the others)
+    python: str = ""  # the workers' interpreter: another venv's (a case's requirements); this one by default
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, env_name: str, log_path: Path, **where: Any) -> WorkerConfig:
@@ -93,7 +94,7 @@ class WorkerConfig:
 
     def command(self, cpu: Optional[int] = None) -> List[str]:
         cmd = [
-            sys.executable,
+            self.python or sys.executable,
             "-m",
             self.module,
             "--env",

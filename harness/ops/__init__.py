@@ -12,9 +12,18 @@ import torch.nn.functional as F
 
 from harness.ops._affine_grid import affine_grid
 from harness.ops._grid_sample import grid_sample
+from harness.ops._lean_export import lean_export
 from harness.ops._naive import naive_grid_sample
 
-__all__ = ["affine_grid", "grid_sample", "naive_grid_sample", "patched", "NATIVE_GRID_SAMPLE", "NATIVE_AFFINE_GRID"]
+__all__ = [
+    "affine_grid",
+    "grid_sample",
+    "lean_export",
+    "naive_grid_sample",
+    "patched",
+    "NATIVE_GRID_SAMPLE",
+    "NATIVE_AFFINE_GRID",
+]
 
 NATIVE_GRID_SAMPLE = F.grid_sample
 NATIVE_AFFINE_GRID = F.affine_grid

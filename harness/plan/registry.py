@@ -25,7 +25,9 @@ class Case:
     at the export shape (`shape["variant"]` = 1..variants) check every cell, for instance the other side
     of a data-dependent branch that tracing froze. `operators` names other routed families the model calls
     (a spatial transformer's affine_grid): each of its params carries one of them, named by the family,
-    with the strategy that operator runs through in that cell.
+    with the strategy that operator runs through in that cell. `requires` are the packages the model needs
+    beyond the environment's pins (`"kornia"`, `"torchvision>=0.12"`): `nox -s matrix` resolves them per
+    environment and runs the case's cells in a venv of their own (harness.host.requirements).
     """
 
     name: str
@@ -44,6 +46,8 @@ class Case:
     tags: Tuple[str, ...] = ()
     tolerance: Optional[Tuple[float, float]] = None
     operators: Tuple[str, ...] = ()  # other routed families the model calls; each param of that name picks one
+    requires: Tuple[str, ...] = ()  # pip requirements the model needs, resolved per environment against its pins
+    strategies: Optional[Tuple[str, ...]] = None  # the family's strategies it runs with; None: every one
     description: str = ""
     source: str = field(default="", compare=False)
 
@@ -68,19 +72,17 @@ def register_case(
     tags: Sequence[str] = (),
     tolerance: Optional[Tuple[float, float]] = None,
     operators: Sequence[str] = (),
+    requires: Sequence[str] = (),
+    strategies: Optional[Sequence[str]] = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register the decorated model factory `fn(params, op) -> nn.Module` as a case."""
+    """Register the decorated model factory `fn(params, op) -> nn.Module` as a case.
+
+    `requires` lists pip requirements as literals (the host reads them from the file without importing it); a
+    case file's module-level `REQUIRES = [...]` applies to each of its cases. Import them inside the factory.
+    """
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
-        modes = tuple(shape_modes) if shape_modes else (("static", "dynamic") if dynamic_axes else ("static",))
-        if "dynamic" in modes and (not dynamic_axes or len(shapes) < 2):
-            raise UserError(
-                f"case {name!r}: the dynamic shape mode needs dynamic_axes and at least two shapes; "
-                "add them to register_case(...) or drop 'dynamic' from shape_modes"
-            )
-        for exporter in exporters:
-            if exporter not in EXPORTERS:
-                raise UserError(f"case {name!r}: unknown exporter {exporter!r}; use one of {', '.join(EXPORTERS)}")
+        modes = _shape_modes(name, shapes, dynamic_axes, exporters, shape_modes)
         case = Case(
             name=name,
             family=family,
@@ -98,6 +100,8 @@ def register_case(
             tags=tuple(tags),
             tolerance=tolerance,
             operators=tuple(operators),
+            requires=tuple(requires) or _file_requires(fn),
+            strategies=tuple(strategies) if strategies else None,
             description=(fn.__doc__ or "").strip().split("\n")[0],
             source=getattr(fn, "__module__", ""),
         )
@@ -107,6 +111,36 @@ def register_case(
         return fn
 
     return decorate
+
+
+def _shape_modes(
+    name: str,
+    shapes: Sequence[Dict[str, int]],
+    dynamic_axes: Optional[Dict[str, Dict[int, str]]],
+    exporters: Sequence[str],
+    shape_modes: Optional[Sequence[str]],
+) -> Tuple[str, ...]:
+    """The case's shape modes, once its exporters and dynamic axes are checked."""
+    modes = tuple(shape_modes) if shape_modes else (("static", "dynamic") if dynamic_axes else ("static",))
+    if "dynamic" in modes and (not dynamic_axes or len(shapes) < 2):
+        raise UserError(
+            f"case {name!r}: the dynamic shape mode needs dynamic_axes and at least two shapes; "
+            "add them to register_case(...) or drop 'dynamic' from shape_modes"
+        )
+    for exporter in exporters:
+        if exporter not in EXPORTERS:
+            raise UserError(f"case {name!r}: unknown exporter {exporter!r}; use one of {', '.join(EXPORTERS)}")
+    return modes
+
+
+def _file_requires(fn: Callable[..., Any]) -> Tuple[str, ...]:
+    module = sys.modules.get(getattr(fn, "__module__", ""))
+    return tuple(getattr(module, "REQUIRES", ()) or ())
+
+
+def requirement_key(requires: Sequence[str]) -> str:
+    """A set of requirements as one canonical string: the cases that share it share a venv."""
+    return ",".join(sorted({"".join(r.split()).lower() for r in requires}))
 
 
 def all_cases() -> List[Case]:

@@ -125,7 +125,11 @@ def expand(
     for case in cases:
         if not _selected(case, selection):
             continue
-        strategies = [n for n in strategies_of(case.family) if not selection.strategies or n in selection.strategies]
+        strategies = [
+            n
+            for n in strategies_of(case.family)
+            if (not selection.strategies or n in selection.strategies) and (not case.strategies or n in case.strategies)
+        ]
         exporters = [e for e in case.exporters if not selection.exporters or e in selection.exporters]
         modes = [m for m in case.shape_modes if not selection.shape_modes or m in selection.shape_modes]
         axes = itertools.product(

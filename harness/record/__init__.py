@@ -19,7 +19,16 @@ from harness.record.cell import (
     Timing,
 )
 from harness.record.divergence import Divergence
-from harness.record.installed import EnvInfo, cpu_name, default_env_name, dist_version, torch_free_fingerprint
+from harness.record.installed import (
+    EnvInfo,
+    cpu_name,
+    default_env_name,
+    dist_version,
+    installed_packages,
+    requirement_name,
+    satisfied,
+    torch_free_fingerprint,
+)
 from harness.record.reader import Refusal, ResultsFile, SkippedLine, read_results, set_aside_torn_lines
 from harness.record.terms import (
     PORTABILITY_LABELS,
@@ -66,6 +75,7 @@ __all__ = [
     "cpu_name",
     "default_env_name",
     "dist_version",
+    "installed_packages",
     "ladder_key",
     "parse_version",
     "platform_tag",
@@ -73,6 +83,8 @@ __all__ = [
     "portability_rank",
     "portability_short",
     "read_results",
+    "requirement_name",
+    "satisfied",
     "set_aside_torn_lines",
     "torch_free_fingerprint",
 ]

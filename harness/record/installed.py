@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import sys
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 from harness.record.cell import Fingerprint
+from harness.record.terms import parse_version
 
 
 def dist_version(*names: str) -> Optional[str]:
@@ -77,3 +79,49 @@ class EnvInfo:
     @property
     def gpu(self) -> Optional[str]:
         return self.fingerprint.gpu
+
+
+_SPECIFIER = re.compile(r"(===|==|!=|~=|>=|<=|>|<)\s*([A-Za-z0-9.*+!_-]+)")
+
+
+def requirement_name(requirement: str) -> str:
+    """A pip requirement's distribution name, normalised ("Kornia_RS>=0.1" -> "kornia-rs")."""
+    found = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+    return re.sub(r"[-_.]+", "-", found.group(1)).lower() if found else requirement.strip().lower()
+
+
+def satisfied(requirement: str, version: Optional[str]) -> bool:
+    """Whether an installed version meets a requirement's version specifiers (no markers or extras: a case's
+    requires are plain `name[ op version, ...]`)."""
+    if version is None:
+        return False
+    have = _padded(parse_version(version))
+    for op, wanted in _SPECIFIER.findall(requirement.split(";")[0]):
+        prefix = parse_version(wanted.rstrip(".*"))
+        want = _padded(prefix)
+        if op in ("==", "===") and wanted.endswith(".*"):
+            ok = have[: len(prefix)] == prefix
+        else:
+            ok = {
+                "==": have == want,
+                "===": version == wanted,
+                "!=": have != want,
+                ">=": have >= want,
+                "<=": have <= want,
+                ">": have > want,
+                "<": have < want,
+                "~=": have >= want and have[: max(1, len(prefix) - 1)] == prefix[: max(1, len(prefix) - 1)],
+            }[op]
+        if not ok:
+            return False
+    return True
+
+
+def _padded(version: Tuple[int, ...]) -> Tuple[int, ...]:
+    return version + (0,) * (3 - len(version))
+
+
+def installed_packages(requires: Sequence[str]) -> Dict[str, Optional[str]]:
+    """Each required distribution's installed version here (None where it is not installed)."""
+    names = (requirement_name(r) for r in requires)
+    return {name: dist_version(name) for name in names}

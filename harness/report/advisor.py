@@ -21,7 +21,9 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import pandas as pd
 
 from harness.record import Verdict, portability_rank, portability_short
+from harness.report.blockers import blocking_operators
 from harness.report.costs import best_reference_only, format_ratio, geomean, main_kind, with_ratios
+from harness.report.export_time import export_ratios
 from harness.report.table import FP32
 from harness.report.vocab import NOT_THE_STRATEGYS_FAULT
 
@@ -54,6 +56,8 @@ class Candidate:
     memory: Optional[float]
     latency_s: Optional[float]  # geometric mean of the runtime's medians over all passing cells
     memory_bytes: Optional[float]
+    export_s: Optional[float] = None  # median seconds of torch.onnx.export over its cells that exported
+    export_ratio: Optional[float] = None  # median ratio of those seconds to the reference's on the same cells
 
     @property
     def counted(self) -> int:
@@ -80,6 +84,7 @@ class Advice:
     why: str
     inapplicable: Tuple[Candidate, ...] = ()  # candidates none of whose cells could apply: not ranked
     needs: Tuple[str, ...] = ()  # what a candidate needs of a model's other operators, one sentence each
+    # (and each other operator that blocks a model's export whatever the strategy: harness.report.blockers)
     runtime: str = ""  # the deployment runtime's label ("onnxruntime 1.14.1")
     home: bool = True  # whether that is the environment's own runtime (its exporting cells judged the graphs)
     precision: str = FP32  # the graphs' precision: as exported, or converted (fp16, int8-dynamic, int8-static)
@@ -130,7 +135,8 @@ def group_costs(table: pd.DataFrame) -> Dict[Tuple[object, ...], Tuple[Ratios, s
 
 # The columns the ranking reads, each group's rows as plain tuples: per-group pandas selections cost more than
 # the work itself over a table of every cell in every runtime.
-ROW_COLUMNS = GROUP + COMBO + CANDIDATE + ["portability", "verdict", "lat_rt", "mem_rt", "operators", "reason", "home"]
+ROW_COLUMNS = GROUP + COMBO + CANDIDATE
+ROW_COLUMNS += ["portability", "verdict", "lat_rt", "mem_rt", "operators", "reason", "home", "export_s", "reference"]
 
 
 def grouped_rows(frame: pd.DataFrame) -> Dict[Tuple[object, ...], List[Any]]:
@@ -142,8 +148,19 @@ def grouped_rows(frame: pd.DataFrame) -> Dict[Tuple[object, ...], List[Any]]:
     return {key: found[key] for key in sorted(found)}
 
 
-def candidates(rows: Sequence[Any], lat_ratio: Ratios, mem_ratio: Ratios) -> List[Candidate]:
-    """Every candidate of one group (`rows`: grouped_rows'), measured against every combination the group holds."""
+def _median(values: Any) -> Optional[float]:
+    found = sorted(v for v in values if v is not None and math.isfinite(v) and v > 0)
+    if not found:
+        return None
+    middle = len(found) // 2
+    return found[middle] if len(found) % 2 else (found[middle - 1] + found[middle]) / 2
+
+
+def candidates(
+    rows: Sequence[Any], lat_ratio: Ratios, mem_ratio: Ratios, export: Optional[Ratios] = None
+) -> List[Candidate]:
+    """Every candidate of one group (`rows`: grouped_rows'), measured against every combination the group holds;
+    `export`: each candidate's export-time ratio to the reference (harness.report.export_time)."""
     needed = sorted({(str(r.case), str(r.params), str(r.shape_mode), str(r.dtype)) for r in rows})
     by_candidate: Dict[Tuple[str, str], List[Any]] = {}
     for row in rows:
@@ -168,6 +185,8 @@ def candidates(rows: Sequence[Any], lat_ratio: Ratios, mem_ratio: Ratios) -> Lis
                 memory=mem_ratio.get(key),
                 latency_s=geomean(r.lat_rt for r in passing),
                 memory_bytes=geomean(r.mem_rt for r in passing),
+                export_s=_median(r.export_s for r in cells),
+                export_ratio=(export or {}).get(key),
             )
         )
     return found
@@ -221,10 +240,13 @@ def advise(frame: pd.DataFrame, groups: Optional[Mapping[Tuple[object, ...], Lis
     (`groups`: grouped_rows(frame), when the caller has it already)."""
     lat = group_costs(best_reference_only(with_ratios(frame, "latency"), GROUP))
     mem = group_costs(best_reference_only(with_ratios(frame, "memory"), GROUP))
+    exports = export_ratios(frame)
     advice = []
     for key, rows in (grouped_rows(frame) if groups is None else groups).items():
         (lat_ratio, lat_ref), (mem_ratio, mem_ref) = lat.get(key, ({}, "")), mem.get(key, ({}, ""))
-        found = candidates(rows, lat_ratio, mem_ratio)
+        env_opset_family = (str(key[0]), str(key[2]), str(key[4]))
+        export = {(k[3], k[4]): v for k, v in exports.items() if k[:3] == env_opset_family}
+        found = candidates(rows, lat_ratio, mem_ratio, export)
         ranked = rank([c for c in found if not never_applies(c)])
         inapplicable = tuple(rank([c for c in found if never_applies(c)]))
         env, runtime, opset, device, family, precision = key
@@ -239,7 +261,7 @@ def advise(frame: pd.DataFrame, groups: Optional[Mapping[Tuple[object, ...], Lis
                 mem_ref,
                 explain(ranked, lat_ref, mem_ref),
                 inapplicable,
-                operator_needs(rows),
+                operator_needs(rows) + blocking_operators(rows),
                 str(runtime),
                 precision == FP32 and any(r.home == runtime for r in rows),  # converted graphs: replays only
                 str(precision),

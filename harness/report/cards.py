@@ -50,6 +50,7 @@ class CandidateRow:
     memory_abs: str
     is_pick: bool
     evidence: str = ""  # where these graphs were seen to run or be refused, beyond the environment's own runtime
+    export: str = ""  # torch.onnx.export's median seconds, and against the reference's ("19.9 s · 1.88× native")
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,7 @@ def candidate_row(
     several: Mapping[str, bool],
     seen: str = "",
     home: bool = True,
+    reference: str = "",
 ) -> CandidateRow:
     groups: Dict[str, List[str]] = {}
     for failure in c.failures:
@@ -140,7 +142,16 @@ def candidate_row(
         memory_abs=format_bytes(c.memory_bytes),
         is_pick=rank == 1 and c.passed > 0,
         evidence=seen,
+        export=export_text(c, reference),
     )
+
+
+def export_text(c: Candidate, reference: str) -> str:
+    if c.export_s is None:
+        return "—"
+    if c.strategy == reference or c.export_ratio is None:
+        return format_seconds(c.export_s)
+    return f"{format_seconds(c.export_s)} · {format_ratio(c.export_ratio)} {reference}"
 
 
 def card_id(advice: Advice) -> str:
@@ -186,6 +197,7 @@ def advice_card(
             several,
             _seen(seen.get(scope + (c.strategy, c.exporter, advice.precision)), home),
             advice.home,
+            str(group[0].reference) if group else "",
         )
         for i, c in enumerate(advice.ranked)
     )

@@ -15,7 +15,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Dict, List, Sequence, Tuple
 
-from harness.record import FINGERPRINT_KEYS, CellRecord
+from harness.record import FINGERPRINT_KEYS, CellRecord, Fingerprint
 from harness.report.table import flat_row, inert, safe_json
 
 _FIELDS: Dict[type, Tuple[str, ...]] = {}
@@ -40,6 +40,8 @@ def plain(value: Any) -> Any:
         if not is_dataclass(value):
             return value
         names = _FIELDS[type(value)] = tuple(f.name for f in fields(value))
+    if isinstance(value, Fingerprint):  # its packages are a mapping in JSON, as Fingerprint.to_json writes them
+        return dict({name: plain(getattr(value, name)) for name in names}, packages=dict(value.packages))
     return {name: plain(getattr(value, name)) for name in names}
 
 
@@ -55,6 +57,8 @@ def _shallow(value: Any) -> Any:
         if not is_dataclass(value):
             return str(value)
         names = _FIELDS[type(value)] = tuple(f.name for f in fields(value))
+    if isinstance(value, Fingerprint):
+        return dict({name: getattr(value, name) for name in names}, packages=dict(value.packages))
     return {name: getattr(value, name) for name in names}
 
 
@@ -90,6 +94,8 @@ def export_row(record: CellRecord, fingerprint: Dict[str, Any]) -> Dict[str, Any
         row[f"memory_{target}_method"] = peak.method
     for key in FINGERPRINT_KEYS + tuple(k for k in fingerprint if k not in FINGERPRINT_KEYS):
         value = fingerprint[key]
+        if key == "packages":  # a case's own requirements: "kornia 0.6.8"
+            value = ", ".join(f"{k} {v}" for k, v in sorted(dict(value or {}).items())) or None
         row["fingerprint_" + key] = ", ".join(value) if isinstance(value, list) else value
     for key in ("schema_version", "harness_version", "cell_id", "started_at", "wall_s"):
         row[key] = getattr(record, key)

@@ -16,6 +16,7 @@ from harness.report.advisor import advise, grouped_rows
 from harness.report.cards import AdvisorView, advisor_view
 from harness.report.charts import Chart, build_charts, strategy_colours
 from harness.report.divergence import SIDE_KINDS, DivergenceView, detail_of, divergence_view, first_nodes, judged_key
+from harness.report.export_time import ExportTimes, export_times
 from harness.report.ladder import LadderView, ladder_view
 from harness.report.load import Loaded, SourceFile
 from harness.report.precision import PrecisionView, precision_view
@@ -69,6 +70,7 @@ class EnvRow:
     harness_versions: str
     finished: str
     limits: Tuple[Tuple[str, str], ...] = ()  # (axis value, reason): what this environment cannot do at all
+    packages: Tuple[Tuple[str, str], ...] = ()  # (cases, versions): the cases' own requirements as resolved here
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,7 @@ class Page:
     environments: Tuple[EnvRow, ...]
     references: str  # each family's reference strategy, as its records name it
     data_json: str
+    export_times: ExportTimes = ExportTimes((), "")
 
 
 def env_order(frame: pd.DataFrame, records: Sequence[CellRecord]) -> List[str]:
@@ -156,11 +159,14 @@ def environments(records: Sequence[CellRecord], envs: Sequence[str]) -> List[Env
     seen: Dict[Tuple[str, str], Dict[str, Any]] = {}
     for record in sorted(records, key=lambda r: r.finished_at):
         fingerprint = record.fingerprint.to_json()
+        packages = fingerprint.pop("packages", None) or {}  # a case's own: said beside the environment's row
         key = (record.env, safe_json(fingerprint))
         entry = seen.setdefault(
             key,
             {"fp": fingerprint, "cells": 0, "devices": set(), "runs": set(), "versions": set(), "limits": {}},
         )
+        if packages:
+            entry.setdefault("packages", {})[record.case] = ", ".join(f"{k} {v}" for k, v in sorted(packages.items()))
         entry["cells"] += 1
         entry["devices"].add(record.device)
         entry["runs"].add(record.run_id)
@@ -179,8 +185,17 @@ def environments(records: Sequence[CellRecord], envs: Sequence[str]) -> List[Env
         new = tuple(limit for limit in limits if limit not in known)
         known.update(new)
         platform = platform_tag(entry["fp"].get("platform"))
-        rows.append(EnvRow(env, platform, fields, entry["cells"], *joined, f"{entry['first']} – {entry['last']}", new))
+        span = f"{entry['first']} – {entry['last']}"
+        rows.append(EnvRow(env, platform, fields, entry["cells"], *joined, span, new, _by_versions(entry)))
     return rows
+
+
+def _by_versions(entry: Dict[str, Any]) -> Tuple[Tuple[str, str], ...]:
+    """(the cases, the versions) for each set of versions the cases' requirements resolved to."""
+    cases: Dict[str, List[str]] = {}
+    for case, versions in sorted(entry.get("packages", {}).items()):
+        cases.setdefault(versions, []).append(case)
+    return tuple(sorted((", ".join(names), versions) for versions, names in cases.items()))
 
 
 def runtime_rows(records: Sequence[CellRecord], envs: Sequence[str]) -> List[RuntimeRow]:
@@ -336,4 +351,5 @@ def build_page(loaded: Loaded, title: str = "onnx-compat-matrix") -> Page:
         environments=tuple(environments([r for r in records if r.kind == EXPORT], envs)),
         references=references_text(own),
         data_json=matrix.dumps_lines(data, safe_json),
+        export_times=export_times(frame, envs),
     )

@@ -48,6 +48,7 @@ JUDGED_COLUMNS = CELL + [
     "reason",
     "failed_stage",
     "exported",
+    "export_s",
     "max_abs",
     "mean_abs",
     "psnr",

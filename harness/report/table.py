@@ -23,8 +23,8 @@ SEARCH = RecordKind.SEARCH.value  # a recipe search's answer: made by the conver
 MADE_BY_CONVERTER = (CONVERSION, SEARCH)
 CONVERTER = "converter"
 PARITY = ("max_abs", "max_rel", "atol", "rtol", "min_passing_atol", "mean_abs", "p99_abs", "psnr")
-# lat: median seconds; mem: footprint bytes; ws: working-set bytes (harness.record.Peak)
-NUMERIC = PARITY + tuple(prefix + "_" + target for target in TARGETS for prefix in ("lat", "mem", "ws"))
+# lat: median seconds; mem: footprint bytes; ws: working-set bytes (harness.record.Peak); export_s: export seconds
+NUMERIC = PARITY + tuple(prefix + "_" + target for target in TARGETS for prefix in ("lat", "mem", "ws")) + ("export_s",)
 COLUMNS = (
     "idx",
     "env",
@@ -53,6 +53,7 @@ COLUMNS = (
     "reason",
     "failed_stage",
     "exported",
+    "export_s",
     "error_type",
     "message",
     "max_abs",
@@ -143,6 +144,7 @@ def flat_row(index: int, record: CellRecord) -> Dict[str, Any]:
         "reason": record.reason,
         "failed_stage": failed.name if failed else None,
         "exported": record.export is not None,  # a graph came out of the exporter (stored for replays, if kept)
+        "export_s": export_seconds(record),
         "error_type": failed.error_type if failed else None,
         "message": failed.message if failed else None,
     }
@@ -157,6 +159,12 @@ def flat_row(index: int, record: CellRecord) -> Dict[str, Any]:
         row["ws_" + target] = number(working.peak_bytes) if working else None
     row.update({"finished_at": record.finished_at, "run_id": record.run_id})
     return row
+
+
+def export_seconds(record: CellRecord) -> Optional[float]:
+    """How long torch.onnx.export took, when it produced a graph (the worker's `export` stage)."""
+    stage = next((s for s in record.stages if s.name == "export"), None)
+    return stage.seconds if stage is not None and stage.outcome == "ok" and stage.seconds > 0 else None
 
 
 def build_frame(records: Sequence[CellRecord]) -> pd.DataFrame:

@@ -23,7 +23,8 @@ from harness.plan.applicable import EnvLimits, environment_limits, not_applicabl
 from harness.plan.blank import blank_record
 from harness.plan.registry import Case
 from harness.plan.spec import CellSpec, Selection, expand
-from harness.record import CellRecord, EnvInfo, RecordKind, Verdict, default_env_name
+from harness.record import CellRecord, EnvInfo, Fingerprint, RecordKind, Verdict, default_env_name
+from harness.run.requirements import Resolved, load_plan, resolve_cases
 from harness.run.selection import load_selection
 from harness.strategies import get_strategy, strategies_for
 
@@ -40,6 +41,7 @@ class Run:
     beyond: Dict[str, int] = field(default_factory=dict)  # cells the environment cannot do, per limit
     left_out: int = 0  # cells left for later (--without mmcv)
     cells: List[CellSpec] = field(default_factory=list)
+    requirements: Dict[str, Resolved] = field(default_factory=dict)  # case -> its requires as resolved here
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -49,6 +51,7 @@ def run_command(args: argparse.Namespace) -> int:
 def load(run: Run) -> Run:
     """Case files and the selection, checked against what exists."""
     run.cases, run.selection = load_selection(run.args)
+    run.requirements = resolve_cases(run.cases.values(), load_plan(getattr(run.args, "requirements_plan", None)))
     return run
 
 
@@ -108,9 +111,15 @@ class ExportKind(Kind):
         code = code_hash(args.cases_dir)
         return cls(args, list(run.cells), out, run.env.name, code, run, store, _cuda_check(run.cells))
 
+    def fingerprint(self, case: str) -> Fingerprint:
+        """The environment's, with the versions a case's requirements resolved to here."""
+        resolved = self.run.requirements.get(case)
+        fingerprint = self.run.env.fingerprint
+        return fingerprint.with_packages(resolved.packages) if resolved and not resolved.reason else fingerprint
+
     def key(self, job: CellSpec) -> Key:
         strategy = get_strategy(job.family, job.strategy)
-        return resume_key(job.cell_id, self.run.env.fingerprint.hash(strategy.leaves_out()), code=self.code)
+        return resume_key(job.cell_id, self.fingerprint(job.case).hash(strategy.leaves_out()), code=self.code)
 
     def record_key(self, record: CellRecord) -> Optional[Key]:
         """A cell whose graph the artifacts folder has lost (deleted, or kept by a run without artifacts) runs again."""
@@ -123,15 +132,27 @@ class ExportKind(Kind):
         return resume_key(record.cell_id, record.fingerprint.hash(leaves_out), record.harness_version, record.code_hash)
 
     def blank(self, job: CellSpec, verdict: Verdict, reason: Optional[str]) -> CellRecord:
-        return blank_record(job, self.run.cases[job.case], self.run.env.fingerprint, verdict, reason)
+        return blank_record(job, self.run.cases[job.case], self.fingerprint(job.case), verdict, reason)
 
     def decided(self, job: CellSpec) -> Optional[Tuple[Verdict, str]]:
+        resolved = self.run.requirements.get(job.case)
+        if resolved and resolved.reason:
+            return Verdict.NOT_APPLICABLE, resolved.reason
         strategy = get_strategy(job.family, job.strategy)
         reason = not_applicable_reason(job, strategy, self.run.env, self.cuda_reason)
         return (Verdict.NOT_APPLICABLE, reason) if reason else None
 
-    def worker(self) -> WorkerConfig:
-        return WorkerConfig.from_args(self.args, self.name, worker_log(self.out), cases_dirs=tuple(self.args.cases_dir))
+    def worker(self, python: str = "") -> WorkerConfig:
+        where = dict(cases_dirs=tuple(self.args.cases_dir), python=python)
+        return WorkerConfig.from_args(self.args, self.name, worker_log(self.out), **where)
+
+    def worker_groups(self, jobs: List[CellSpec]) -> List[Tuple[WorkerConfig, List[CellSpec]]]:
+        """This venv's cells first, then those of each venv that holds a case's requirements."""
+        by_python: Dict[str, List[CellSpec]] = {}
+        for job in jobs:
+            resolved = self.run.requirements.get(job.case)
+            by_python.setdefault((resolved.python if resolved else None) or "", []).append(job)
+        return [(self.worker(python), group) for python, group in sorted(by_python.items())]
 
     def stamp(self) -> Dict[str, str]:
         return {"env_limits": self.run.limits.describe()}
@@ -149,6 +170,8 @@ class ExportKind(Kind):
             lines.append(f"left for later: {self.run.left_out} cells needing {', '.join(self.args.without)}")
         if self.store is not None:
             lines.append(stored_line(self.store, self.name))
+        selected = {c.case for c in self.run.cells}
+        lines += [f"{case}: {r.describe()}" for case, r in sorted(self.run.requirements.items()) if case in selected]
         return lines
 
 

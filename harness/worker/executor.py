@@ -10,7 +10,7 @@ from harness.campaign.options import Options
 from harness.plan.blank import blank_record
 from harness.plan.registry import get_case, load_cases
 from harness.plan.spec import CellSpec
-from harness.record import CellRecord, Verdict
+from harness.record import CellRecord, Verdict, installed_packages
 from harness.strategies import get_strategy, reference_strategy
 from harness.worker.fingerprint import collect
 from harness.worker.pipeline import run_cell
@@ -43,4 +43,8 @@ class CellExecutor:
         return run_cell(self.blank(cell, Verdict.PASS), cell, case, strategy, reference, self.options)
 
     def blank(self, cell: CellSpec, verdict: Verdict) -> CellRecord:
-        return blank_record(cell, get_case(cell.case), self.env.fingerprint, verdict)
+        case = get_case(cell.case)
+        fingerprint = self.env.fingerprint
+        if case.requires:  # what this venv has of the case's own requirements
+            fingerprint = fingerprint.with_packages(installed_packages(case.requires))
+        return blank_record(cell, case, fingerprint, verdict)
