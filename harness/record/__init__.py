@@ -6,11 +6,9 @@ Torch-free: the reporter and replay sides import it without torch.
 from __future__ import annotations
 
 from harness.record.cell import (
-    FINGERPRINT_KEYS,
     WORKING_SET,
     CellRecord,
     ExportInfo,
-    Fingerprint,
     Parity,
     Peak,
     RecordError,
@@ -19,6 +17,7 @@ from harness.record.cell import (
     Timing,
 )
 from harness.record.divergence import Divergence
+from harness.record.fingerprint import FINGERPRINT_KEYS, Fingerprint
 from harness.record.installed import (
     EnvInfo,
     cpu_name,

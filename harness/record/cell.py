@@ -6,28 +6,14 @@ read; records of an older schema are brought up to date by the migrations at the
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from harness.record.divergence import Divergence
+from harness.record.fingerprint import Fingerprint
 from harness.record.migrations import MIGRATIONS, migrate
 from harness.record.terms import SCHEMA_VERSION, RecordKind, Verdict, canonical_params, clean
-
-FINGERPRINT_KEYS = (
-    "python",
-    "torch",
-    "onnx",
-    "onnxruntime",
-    "onnxscript",
-    "mmcv",
-    "platform",
-    "cpu",
-    "gpu",
-    "cuda",
-    "driver",
-)
 
 
 class RecordError(ValueError):
@@ -37,56 +23,6 @@ class RecordError(ValueError):
         super().__init__(reason)
         self.reason = reason
         self.kind = kind  # schema, foreign, malformed
-
-
-@dataclass(frozen=True)
-class Fingerprint:
-    """What was really installed in one environment (not what was pinned): an exporting environment's, or a
-    runtime or converter environment's (no torch there)."""
-
-    python: Optional[str] = None
-    torch: Optional[str] = None
-    onnx: Optional[str] = None
-    onnxruntime: Optional[str] = None
-    openvino: Optional[str] = None
-    onnxscript: Optional[str] = None
-    mmcv: Optional[str] = None
-    platform: Optional[str] = None
-    cpu: Optional[str] = None
-    gpu: Optional[str] = None
-    cuda: Optional[str] = None
-    driver: Optional[str] = None
-    max_opset: Optional[int] = None
-    ort_providers: Tuple[str, ...] = ()
-    # a case's own requirements as installed where it ran ((name, version) pairs; harness.plan Case.requires)
-    packages: Tuple[Tuple[str, str], ...] = ()
-
-    def to_json(self) -> Dict[str, Any]:
-        data = asdict(self)
-        data["ort_providers"] = list(self.ort_providers)
-        data["packages"] = dict(self.packages)
-        return data
-
-    def hash(self, leave_out: Tuple[str, ...] = ()) -> str:
-        """A short hash of the fingerprint; `leave_out` names fields a job does not depend on (mmcv, for a cell
-        whose strategy does not use it), so that installing them later keeps its record. No packages hash as
-        the fingerprint did before it had them."""
-        data = {k: v for k, v in self.to_json().items() if k not in leave_out}
-        if not data.get("packages"):
-            data.pop("packages", None)
-        return hashlib.sha1(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]
-
-    def with_packages(self, packages: Mapping[str, Optional[str]]) -> Fingerprint:
-        return replace(self, packages=tuple(sorted((k, str(v)) for k, v in packages.items())))
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Fingerprint:
-        known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
-        values["ort_providers"] = tuple(values.get("ort_providers") or ())
-        packages = values.get("packages") or {}
-        values["packages"] = tuple(sorted((str(k), str(v)) for k, v in dict(packages).items()))
-        return cls(**values)
 
 
 @dataclass(frozen=True)

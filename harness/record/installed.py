@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass
 from typing import Dict, Optional, Sequence, Tuple
 
-from harness.record.cell import Fingerprint
+from harness.record.fingerprint import Fingerprint
 from harness.record.terms import parse_version
 
 
