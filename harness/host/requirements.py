@@ -218,12 +218,19 @@ def import_failure(venv: Path, resolution: Resolution) -> Optional[str]:
     """Why a resolved requirement installs but does not import in the venv (a torchvision built against another
     torch build: "operator torchvision::nms does not exist"), in one line; None when each imports."""
     names = sorted(resolution.packages)
+    # once per venv and versions: the answer is kept beside the cache's venvs, never inside a venv of the pins
+    digest = hashlib.sha1(json.dumps([venv.name, sorted(resolution.packages.items())]).encode()).hexdigest()[:12]
+    kept = venv.parent.parent / "probes" / f"{venv.name}-{digest}.txt"
+    if kept.exists():
+        said = kept.read_text().strip()
+        return None if said == "ok" else said
     done = subprocess.run([str(venv_python(venv)), "-c", _PROBE, *names], capture_output=True, text=True)
-    if done.returncode == 0:
-        return None
     last = (done.stderr.strip().splitlines() or ["no message"])[-1]
     versions = ", ".join(f"{k} {v}" for k, v in sorted(resolution.packages.items()))
-    return f"{versions} installs here but does not import: {last}"[:400]
+    said = "ok" if done.returncode == 0 else f"{versions} installs here but does not import: {last}"[:400]
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    kept.write_text(said + "\n")
+    return None if said == "ok" else said
 
 
 def _link_or_copy(src: str, dst: str) -> None:

@@ -70,6 +70,7 @@ def fingerprint_shown(fingerprint: Fingerprint) -> Dict[str, Any]:
     """The fingerprint as the details panel lists it: the contract's keys, then whatever else was recorded."""
     data = fingerprint.to_json()
     data["ort_providers"] = ", ".join(data["ort_providers"]) or None
+    data["packages"] = ", ".join(f"{k} {v}" for k, v in sorted(data["packages"].items())) or None  # a case's own
     shown = {k: data[k] for k in FINGERPRINT_COLUMNS}
     shown.update((k, v) for k, v in data.items() if k not in shown and v is not None)
     return shown
