@@ -179,7 +179,7 @@ def check_replays(t18, expect):
 def check_precisions(expect):
     """The real models' graphs converted once and judged at fp16 and int8 on at least two runtimes."""
     converted = {name: load(name, RecordKind.REPLAY) for name in ("ort1.32", "openvino2026")}
-    for precision in ("fp16", "int8-dynamic", "int8-static"):
+    for precision in ("fp16", "int8-dynamic", "int8-static-weighted"):
         for name, records in converted.items():
             net = pick(records, env="torch2", case="convnet", strategy="native", precision=precision)
             expect(
@@ -190,6 +190,68 @@ def check_precisions(expect):
     expect(
         stn and all(r["verdict"] == "mismatch" and r["parity"]["max_abs"] > r["parity"]["atol"] for r in stn),
         "torch1.8 tutorial STN, custom rewrite, int8-static on onnxruntime 1.32: mismatch (quantized coordinates)",
+    )
+    check_converters(converted, expect)
+    check_recipes(expect)
+    check_runtime_precisions(converted["openvino2026"], expect)
+
+
+def check_converters(converted, expect):
+    """A converter that writes invalid ONNX fails as itself, checked by onnx.checker; no runtime judges that graph."""
+    conversions = load("convert", RecordKind.CONVERSION)
+    invalid = [r for r in conversions if r["verdict"] == "check_failed" and r["kind"] == "conversion"]
+    expect(
+        invalid and all(r["reason"].startswith("check: ") and "wrote invalid ONNX" in r["reason"] for r in invalid),
+        f"conversions onnx.checker refused ({len(invalid)}): the converter's failure, named with the converter",
+    )
+    refused = {(r["env"], r["cell_id"], r["precision"]) for r in invalid}
+    judged = [
+        r for records in converted.values() for r in records if (r["env"], r["cell_id"], r["precision"]) in refused
+    ]
+    expect(not judged, f"no runtime judged a graph onnx.checker refused ({len(judged)} found)")
+    fp32 = {(r["cell_id"], r["env"]) for r in pick(converted["ort1.32"], precision="fp32") if r["verdict"] == "pass"}
+    for strategy in ("custom", "mmcv"):
+        fp16 = pick(converted["ort1.32"], env="torch1.8", case="stn_tutorial", strategy=strategy, precision="fp16")
+        same = [r for r in fp16 if (r["cell_id"], r["env"]) in fp32]
+        expect(
+            same and all(r["verdict"] == "pass" and r["converter"].startswith("onnxruntime ") for r in same),
+            f"torch1.8 tutorial STN, {strategy}, fp16 by onnxruntime's converter on onnxruntime 1.32: pass wherever "
+            f"its fp32 graph does ({len(same)} graphs)",
+        )
+
+
+def check_recipes(expect):
+    """Every strategy of the real STNs has an int8-static answer: a recipe that passes, or the search's best."""
+    searches = [r for r in load("convert", RecordKind.SEARCH) if r["kind"] == RecordKind.SEARCH.value]
+    for case in ("stn", "stn_tutorial"):
+        for strategy in ("native", "custom", "mmcv", "contrib"):
+            found = pick(searches, env="torch1.8", case=case, strategy=strategy, precision="int8-static-recipe")
+            answered = [r for r in found if r["verdict"] in ("pass", "mismatch", "not_applicable")]
+            recipes = [r for r in answered if r["verdict"] != "not_applicable"]
+            expect(
+                found and len(answered) == len(found) and all(r["recipe"]["budget"] == 12 for r in recipes),
+                f"torch1.8 {case} {strategy}: an int8-static recipe search answered ({len(found)} graphs)",
+            )
+
+
+def check_runtime_precisions(openvino, expect):
+    """OpenVINO computes the fp32 graphs at its default, bf16 and f16, and names what it chose."""
+    default = pick(openvino, case="convnet", precision="runtime-default")
+    expect(
+        default and all(r["runtime_settings"].get("inference_precision") for r in default),
+        "OpenVINO 2026 at its default inference precision names what it chose",
+    )
+    for precision in ("runtime-bf16", "runtime-f16"):
+        found = pick(openvino, case="convnet", precision=precision)
+        expect(
+            found and all(r["verdict"] in ("pass", "mismatch", "not_applicable") for r in found),
+            f"OpenVINO 2026 {precision}: judged, or not applicable with OpenVINO's reason",
+        )
+    ort = load("ort1.32", RecordKind.REPLAY)
+    measured = [r for r in ort if r["verdict"] == "pass" and r["precision"] == "fp32"]
+    expect(
+        measured and all({"ort", "ort.working_set"} <= set(r["memory"]) for r in measured),
+        "onnxruntime 1.32 replays record a footprint and a working set",
     )
 
 

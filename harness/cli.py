@@ -11,6 +11,7 @@ from typing import Any, Callable, List, Optional, Tuple
 
 from harness.campaign.flags import OUTPUT, WORKERS, add_flags, csv
 from harness.errors import ExitCode, UserError
+from harness.record.precisions import CONVERSIONS, SEARCH_BUDGET
 
 SELECTION = ("case", "family", "strategy", "opset", "exporter", "shape-mode", "device", "dtype", "tag", "cases-dir")
 
@@ -53,10 +54,23 @@ def add_convert_arguments(p: argparse.ArgumentParser) -> None:
     add_flags(
         p,
         ("precision", "tag", "case", "from-env") + OUTPUT + ("jobs", "pin", "timeout", "memory-limit-mb"),
-        precision={"help": "fp16, int8-dynamic, int8-static (default: all three)"},
+        precision={"help": f"{', '.join(CONVERSIONS)} (default: all)"},
         out={"help": "the conversions' records (default: RESULTS_DIR/convert[.shard-I-of-N].jsonl)"},
         tag={"default": ["model"], "help": "only graphs of cases with these tags (default: model)"},
         timeout={"default": 600.0, "help": "seconds a conversion may take (default 600)"},
+    )
+    p.add_argument(
+        "--search-budget",
+        type=int,
+        default=SEARCH_BUDGET,
+        metavar="N",
+        help=f"conversions a recipe search may make for one graph (default {SEARCH_BUDGET}; 0: no search)",
+    )
+    p.add_argument(
+        "--search-every-graph",
+        action="store_true",
+        help="search a recipe for every graph, not one per case, parameters, strategy and exporter (the static "
+        "graph at the highest opset)",
     )
 
 

@@ -126,7 +126,11 @@ def test_latency_and_memory_are_recorded_for_both_targets():
     for target in ("eager", "ort"):
         lat = record["latency"][target]
         assert lat["median_s"] > 0 and lat["samples"] >= 5 and lat["threads"] == 2
-        assert record["memory"][target]["method"] == "rss-hwm-clear_refs"
+        footprint, working = record["memory"][target], record["memory"][target + ".working_set"]
+        assert footprint["peak_bytes"] > 0 and working["peak_bytes"] is not None
+    assert record["memory"]["eager"]["method"] == "parameters and buffers, plus one call's rss-hwm growth"
+    assert record["memory"]["ort"]["method"] == "rss-hwm: from before the session is created through its first run"
+    assert record["memory"]["ort.working_set"]["method"] == "rss-hwm: one run with the arena off, after a warm-up run"
 
 
 MMCV_BLOCKED = os.environ.get("HARNESS_MMCV_UNAVAILABLE")

@@ -17,6 +17,7 @@ from conftest import keep_graph, unit_case
 from harness.artifacts.store import ArtifactStore
 from harness.campaign.options import Options
 from harness.errors import UserError
+from harness.judge.measure import FOOTPRINT_METHOD, WORKING_SET_METHOD
 from harness.plan.spec import CellSpec
 from harness.record import Verdict, read_results
 from harness.replay.judge import REPLAY_STAGES, replay_graph
@@ -54,7 +55,9 @@ def test_a_stored_graph_replayed_in_onnxruntime_is_judged_as_its_exporting_cell_
     assert record.artifact == exported.artifact == manifest.digest
     assert (record.case, record.opset, record.actual_opset) == (exported.case, exported.opset, exported.actual_opset)
     assert set(record.latency) == {"ort"} and record.latency["ort"].median_s > 0
-    assert record.memory["ort"].method == "rss-hwm-clear_refs" and record.eager_parity is None
+    assert record.memory["ort"].method == FOOTPRINT_METHOD and record.eager_parity is None
+    assert record.memory["ort.working_set"].method == WORKING_SET_METHOD  # a second session, its arena off
+    assert record.memory["ort"].peak_bytes > 0 and record.memory["ort.working_set"].peak_bytes >= 0
 
 
 def test_outputs_beyond_the_stored_tolerance_are_a_mismatch_with_the_figures(stored):
@@ -172,3 +175,25 @@ def test_a_graph_whose_exporter_dropped_an_input_is_fed_by_name_on_every_runtime
     record = replay_graph(manifest, store, adapter_for(kind, f"{kind}-test"), OPTS)
     assert record.verdict is Verdict.PASS, record.reason
     assert record.parity.max_abs is not None and record.parity.max_abs <= record.parity.atol
+
+
+@pytest.mark.skipif(not importlib.util.find_spec("openvino"), reason="openvino has no wheel here (Linux ARM64)")
+def test_openvino_computes_an_fp32_graph_at_its_default_bf16_and_f16_and_names_what_it_chose(stored):
+    store, manifest, _ = stored
+    adapter = adapter_for("openvino", "ov-test")
+    capabilities = [str(c) for c in adapter.core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")]
+    chosen = {}
+    for precision, hint, capability in (("runtime-bf16", "bf16", "BF16"), ("runtime-f16", "f16", "FP16")):
+        record = replay_graph(manifest, store, adapter, OPTS, precision)
+        assert record.precision == precision and record.artifact == manifest.digest  # the fp32 graph, computed so
+        if capability not in capabilities:  # OpenVINO's own word on this CPU
+            assert record.verdict is Verdict.NOT_APPLICABLE and capability.lower()[:2] in record.reason.lower()
+            continue
+        assert record.runtime_settings == {"inference_precision": hint}
+        assert record.parity.atol > manifest.atol  # judged by the precision's tolerance, not fp32's
+        chosen[precision] = record
+    default = replay_graph(manifest, store, adapter, OPTS, "runtime-default")
+    assert default.runtime_settings["inference_precision"] in ("f32", "bf16", "f16")
+    assert (default.runtime_settings["inference_precision"] == "bf16") == ("BF16" in capabilities)
+    fp32 = replay_graph(manifest, store, adapter, OPTS)
+    assert fp32.runtime_settings == {"inference_precision": "f32"} and fp32.parity.atol == manifest.atol

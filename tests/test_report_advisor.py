@@ -43,7 +43,7 @@ def rec(
         if v
     }
     return {
-        "schema_version": 2,
+        "schema_version": 4,
         "reference": "native",
         "runtime": {"name": "onnxruntime", "version": "1.10.0"},
         "precision": "fp32",
@@ -121,7 +121,7 @@ def test_latency_relative_to_native_then_memory_decide_among_equals() -> None:
     )
     result = ranked(records)
     assert names(result) == ["native", "mmcv", "custom"]
-    assert "less memory than custom (torchscript) (2.00× vs 3.00× native ORT peak)" in explain(
+    assert "less memory than custom (torchscript) (2.00× vs 3.00× native ORT footprint)" in explain(
         result[1:], "native ORT", "native ORT"
     )
 
@@ -160,7 +160,7 @@ def test_when_nothing_passes_there_is_no_pick() -> None:
 
 def test_groups_are_per_environment_runtime_opset_device_family_and_precision() -> None:
     records = [rec("native", COMBOS[0], ort=0.001, env=e, opset=o) for e in ("torch1.8", "torch2") for o in (11, 16)]
-    replay = dict(records[0], runtime={"name": "openvino", "version": "2026.4.1", "env": "openvino2026"})
+    replay = dict(records[0], runtime={"name": "openvino", "version": "2026.4.1", "env": "openvino2026"}, kind="replay")
     int8 = dict(replay, precision="int8-dynamic", converter="onnxruntime 1.32.0 quantization")
     advice = advise(frame_of(records + [replay, int8]))
     assert [a.key for a in advice] == [
@@ -253,7 +253,7 @@ def control_flow_key(strategy: str) -> Dict[str, Any]:
             for timing in data["latency"].values():
                 timing["number"] = 1
             runtime = {"name": "onnxruntime", "version": data["fingerprint"]["onnxruntime"]}
-            return dict(data, schema_version=2, reference="eager", runtime=runtime, precision="fp32", env_limits={})
+            return dict(data, schema_version=4, reference="eager", runtime=runtime, precision="fp32", env_limits={})
     raise LookupError(strategy)
 
 

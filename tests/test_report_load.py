@@ -71,8 +71,8 @@ def test_another_schema_version_is_refused_whole_with_the_fix() -> None:
     loaded = load([str(RECORDS / "schema99.jsonl")])
     assert loaded.records == [] and loaded.sources == []
     assert [r.line() for r in loaded.refusals] == [
-        "{}: line 1: schema_version 99 is not readable by this harness (reads 1, 2 and 3); render it with the harness "
-        "version that wrote it, or move it out of the results folder".format(RECORDS / "schema99.jsonl")
+        "{}: line 1: schema_version 99 is not readable by this harness (reads 1, 2, 3 and 4); render it with the "
+        "harness version that wrote it, or move it out of the results folder".format(RECORDS / "schema99.jsonl")
     ]
 
 
@@ -122,19 +122,22 @@ def test_schema_1_records_are_read_through_the_migration() -> None:
         ("control_flow", "eager"),
     }
     record = loaded.records[0]
-    assert record.schema_version == 3 and record.precision == "fp32" and record.env_limits == {}
+    assert record.schema_version == 4 and record.precision == "fp32" and record.env_limits == {}
     assert record.kind == "export"
     assert (record.runtime.name, record.runtime.version) == ("onnxruntime", record.fingerprint.onnxruntime)
 
 
-def test_schema_3_records_are_not_counted_as_migrated_and_schema_2_ones_are(tmp_path: Path) -> None:
+def test_schema_4_records_are_not_counted_as_migrated_and_older_ones_are(tmp_path: Path) -> None:
     current = CellRecord.from_json(dict(first_record(), opset=17, latency=None, memory=None)).to_json()
-    assert current["schema_version"] == 3 and current["kind"] == "export"
+    assert current["schema_version"] == 4 and current["kind"] == "export"
     older = dict(current, schema_version=2, opset=18)
     del older["kind"]
-    loaded = load([str(write_lines(tmp_path / "now.jsonl", [current, first_record(), older]))])
-    assert len(loaded.records) == 3
-    assert loaded.migrated == {1: 1, 2: 1}
+    three = dict(current, schema_version=3, opset=19, memory={"eager": {"peak_bytes": 10, "method": "rss"}})
+    loaded = load([str(write_lines(tmp_path / "now.jsonl", [current, first_record(), older, three]))])
+    assert len(loaded.records) == 4
+    assert loaded.migrated == {1: 1, 2: 1, 3: 1}
+    migrated = next(r for r in loaded.records if r.opset == 19)  # one call's growth: eager's working set, no footprint
+    assert set(migrated.memory) == {"eager.working_set"} and migrated.memory["eager.working_set"].peak_bytes == 10
 
 
 def test_dedupe_keeps_the_newest_by_finished_at_whatever_the_reading_order() -> None:

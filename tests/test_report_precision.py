@@ -18,11 +18,13 @@ import pandas as pd
 import pytest
 
 from harness.judge.parity import PRECISION_TOLERANCES
-from harness.record import CellRecord, Fingerprint, platform_tag
+from harness.record import CellRecord, Fingerprint, Verdict, platform_tag
 from harness.report.advisor import advise
 from harness.report.load import Loaded, load
 from harness.report.model import Page, build_page, environments
 from harness.report.precision import with_fp32_ratio
+from harness.report.recipes import conversion_call, recipe_rows
+from harness.report.render import render
 from harness.report.runtimes import judged
 from harness.report.table import CONVERTER
 
@@ -105,7 +107,8 @@ def test_advice_per_precision_is_grouped_apart(everywhere: pd.DataFrame) -> None
 def test_the_precision_view_states_tolerances_and_compares_with_fp32(page: Page, frame: pd.DataFrame) -> None:
     view = page.precision
     assert view.precisions == ("fp16", "int8-dynamic", "int8-static") and view.runtimes == tuple(CONVERTED_IN)
-    assert [t.precision for t in view.tolerances] == ["fp32", "fp16", "int8-dynamic", "int8-static"]
+    assert [t.precision for t in view.tolerances] == ["fp32", "fp16", "int8-dynamic", "int8-static", "bf16"]
+    assert [(m.precision, m.made_by) for m in view.made_by][0] == ("fp16", "onnxconverter-common 1.16.0")
     fp16 = view.tolerances[1]
     assert (fp16.atol, fp16.rtol) == ("1% of the reference output's range", "0.01")
     assert view.tolerances[3].atol.startswith(f"{PRECISION_TOLERANCES['int8-static'][0]:.0%}")
@@ -146,7 +149,7 @@ def test_the_matrix_pivots_on_precision(data: Dict[str, Any]) -> None:
     )
     detail = data["details"][index]
     assert "of" in detail  # linked to the fp32 cell it was converted from
-    assert len(detail["p"]) == 8 and detail["p"][6] is not None  # the mean absolute error, with the parity
+    assert len(detail["p"]) == 9 and detail["p"][6] is not None  # the mean absolute error, with the parity
 
 
 def test_the_runtimes_table_says_which_precisions_each_judged(page: Page) -> None:
@@ -190,3 +193,52 @@ def test_records_without_precision_data_render_no_precision_view(tmp_path: Path)
     page = build_page(Loaded([CellRecord.from_json(json.loads(line)) for line in lines]))
     assert page.precision.rows == () and page.precision.chart is None
     assert page.advisor.precisions == ("fp32",)
+
+
+def _search(loaded: Loaded, verdict: str, recipe: Dict[str, Any]) -> CellRecord:
+    exported = next(r for r in loaded.records if r.kind == "export" and r.family == "grid_sample")
+    return exported.with_(
+        kind="search",
+        precision="int8-static-recipe",
+        converter="onnxruntime 1.32.0 quantization",
+        verdict=Verdict(verdict),
+        reason=None if verdict == "pass" else "search: no recipe within 12 conversions",
+        recipe=recipe,
+    )
+
+
+RECIPE = {
+    "from": "int8-static-weighted",
+    "kept_float": [["/loc/Gemm</script><b>", "Gemm"], ["/loc/MatMul", "MatMul"]],
+    "nodes": 67,
+    "float_nodes": 64,
+    "conversions": 5,
+    "budget": 12,
+    "found": True,
+    "psnr": 43.8,
+    "latency_vs_fp32": 1.1,
+    "bytes_vs_fp32": 0.4,
+    "options": {},
+}
+
+
+def test_a_recipe_is_shown_with_its_nodes_its_budget_and_the_call_that_makes_it(loaded: Loaded) -> None:
+    found, missed = _search(loaded, "pass", RECIPE), _search(loaded, "mismatch", dict(RECIPE, found=False))
+    rows = recipe_rows([found, missed])
+    assert [r.outcome for r in rows if r.tone == "some"] == ["passes with 2 nodes kept float"]
+    row = next(r for r in rows if r.tone == "some")
+    assert (row.float_nodes, row.conversions, row.psnr) == ("64 of 67", "5 of 12", "43.8 dB")
+    assert "nodes_to_exclude=['/loc/Gemm</script><b>', '/loc/MatMul']" in row.call
+    assert "op_types_to_quantize=['Conv', 'MatMul', 'Gemm']" in row.call and "quant_pre_process" in row.call
+    assert next(r for r in rows if r.tone == "none").outcome.startswith("none within 5 conversions")
+    page = build_page(Loaded(list(loaded.records) + [found, missed], loaded.sources, loaded.refusals))
+    assert page.precision.recipes == rows
+    html = render(page)
+    assert "/loc/Gemm&lt;/script&gt;&lt;b&gt;" in html and "/loc/Gemm</script><b>" not in html  # escaped everywhere
+
+
+def test_plain_precisions_have_their_plain_converter_call() -> None:
+    assert "OnnxModel(onnx.load('model.onnx'))" in conversion_call("fp16", ())
+    assert "use_symbolic_shape_infer=False" in conversion_call("fp16-recipe", ["n"], {"symbolic": False})
+    assert "quantize_dynamic" in conversion_call("int8-dynamic", ())
+    assert "op_types_to_quantize" not in conversion_call("int8-static", ())

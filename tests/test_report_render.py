@@ -108,7 +108,7 @@ def test_the_page_only_runs_its_own_script(html: str) -> None:
 
 def test_refusals_are_on_the_page_too(html: str) -> None:
     assert "1 results file was left out" in html
-    assert "schema_version 99 is not readable by this harness (reads 1, 2 and 3)" in html
+    assert "schema_version 99 is not readable by this harness (reads 1, 2, 3 and 4)" in html
 
 
 def test_a_torn_line_is_named_in_the_sources_with_its_fix(html: str) -> None:
@@ -122,22 +122,21 @@ def test_a_torn_line_is_named_in_the_sources_with_its_fix(html: str) -> None:
 
 def test_the_sources_say_how_many_records_were_migrated(html: str) -> None:
     sources = html[html.index('<section id="sources">') :]
-    assert '231 records <span class="muted">(231 of schema 1, read through the migration to schema 3)' in sources
-    assert "read through its migration to schema 3: 581 of schema 1, 318 of schema 2." in sources
+    assert '231 records <span class="muted">(231 of schema 1, read through the migration to schema 4)' in sources
+    assert "read through its migration to schema 4: 581 of schema 1, 318 of schema 2." in sources
 
 
 def test_merged_results_are_written_beside_the_page(site: Path) -> None:
     with open(site / "results.csv", newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) == 597 + 297  # the exporting cells, the replays and the conversions that failed
-    assert {"env", "verdict", "param_mode", "latency_ort_median_s", "memory_eager_method", "fingerprint_torch"} <= set(
-        rows[0]
-    )
+    wanted = {"env", "verdict", "param_mode", "latency_ort_median_s", "memory_eager.working_set_method"}
+    assert wanted | {"fingerprint_torch"} <= set(rows[0])
     assert {"reference", "runtime", "precision", "lat_reference", "fingerprint_platform"} <= set(rows[0])
     assert {"converter", "mean_abs", "psnr"} <= set(rows[0])
     assert next(r for r in rows if r["precision"] == "fp16" and r["verdict"] == "pass")["mean_abs"] != ""
     records = json.loads((site / "results.json").read_text(encoding="utf-8"))
-    assert len(records) == 597 + 297 and records[0]["schema_version"] == 3  # as the records are now: record.to_json()
+    assert len(records) == 597 + 297 and records[0]["schema_version"] == 4  # as the records are now: record.to_json()
     assert {r["reference"] for r in records if r["family"] == "control_flow"} == {"eager"}
     runtime = records[0]["runtime"]
     assert (runtime["name"], runtime["version"]) == ("onnxruntime", records[0]["fingerprint"]["onnxruntime"])

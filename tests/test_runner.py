@@ -97,7 +97,7 @@ def test_records_carry_the_contract_keys(faulty_run):
         assert key in record["fingerprint"]
     assert record["actual_opset"] == 16
     assert [s["name"] for s in record["stages"]][:4] == ["build", "eager", "export", "opset"]
-    assert record["memory"]["eager"]["method"] == "rss-hwm-clear_refs"
+    assert record["memory"]["eager.working_set"]["method"] == "rss-hwm: one call's growth, after a warm-up call"
 
 
 def _grid_args(out, *extra):

@@ -1,31 +1,42 @@
 """`python -m harness convert`: the conversion campaign. Each stored fp32 graph of the selection is converted to
 each precision once, in the converter environment, by a converter worker (a converter that crashes costs its
 graph); every conversion is recorded (results/convert.jsonl): made, failed with the converter's own message, or
-not applicable. The converted graphs are judged by `harness replay` like the fp32 ones.
+not applicable. Then the recipe searches, which start from those conversions: one graph per environment, case,
+parameters, strategy and exporter, the static graph at the highest opset whose starting conversion was made. The
+converted graphs are judged by `harness replay` like the fp32 ones.
 
-load -> ConversionKind -> drop_done -> open_results -> decide -> execute -> summarise
+ConversionKind (the conversions) -> conduct, then ConversionKind (the searches) -> conduct; each conduct is
+drop_done -> open_results -> decide -> execute -> summarise
 """
 
 from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
-from harness.artifacts.convert import PRECISIONS, conversion_record, converter_of
+from harness.artifacts.convert import PRECISIONS, converter_of
 from harness.artifacts.jobs import GraphJob, graph_job, job_id, stored_graphs
+from harness.artifacts.outcome import conversion_record
 from harness.artifacts.store import ArtifactStore, Manifest
 from harness.campaign.chain import Kind, conduct, pipeline
 from harness.campaign.files import results_path, worker_log
 from harness.campaign.flags import artifacts_dir
 from harness.campaign.keys import REPLAY_CODE, Key, code_hash, in_shard, parse_shard, resume_key
 from harness.campaign.pool import WorkerConfig
-from harness.errors import UserError
-from harness.record import CellRecord, RecordKind, Verdict
+from harness.errors import ExitCode, UserError
+from harness.record import CellRecord, RecordKind, Verdict, canonical_params
+from harness.record.precisions import precision_of
 
 
 def convert_command(args: argparse.Namespace) -> int:
-    return pipeline(args, (ConversionKind.of, conduct))
+    precisions = _precisions(args.precision)
+    plain = [p for p in precisions if not precision_of(p).searched_from]
+    searched = [p for p in precisions if precision_of(p).searched_from and args.search_budget > 0]
+    codes = [pipeline(args, (lambda a: ConversionKind.of(a, plain), conduct))] if plain else []
+    if searched:
+        codes.append(pipeline(args, (lambda a: ConversionKind.of(a, searched), conduct)))
+    return max(codes, default=ExitCode.OK)
 
 
 @dataclass
@@ -37,30 +48,45 @@ class ConversionKind(Kind):
     noun = "conversion"
 
     @classmethod
-    def of(cls, args: argparse.Namespace) -> ConversionKind:
+    def of(cls, args: argparse.Namespace, precisions: List[str]) -> ConversionKind:
+        """The conversions to `precisions`, or the searches of searched ones (after the conversions they start
+        from: their targets are chosen by what the store holds)."""
         store = ArtifactStore(artifacts_dir(args))
-        precisions = _precisions(args.precision)
         shard = parse_shard(args.shard)
         jobs: List[GraphJob] = []
         sources: Dict[str, Manifest] = {}
-        for manifest in _fp32_graphs(store, args):
-            if in_shard(manifest.cell_id, shard):
-                for precision in precisions:
+        graphs = _fp32_graphs(store, args)
+        for precision in precisions:
+            start = precision_of(precision).searched_from
+            chosen = search_targets(graphs, store, start) if start and not args.search_every_graph else graphs
+            for manifest in chosen:
+                if in_shard(manifest.cell_id, shard):
                     job = graph_job(store, manifest, precision)
                     jobs.append(job)
                     sources[job.cell_id] = manifest
         out = results_path(args, RecordKind.CONVERSION, shard=shard)
-        return cls(args, jobs, out, "convert", code_hash(only=REPLAY_CODE), store, sources)
+        made = cls(args, jobs, out, "convert", code_hash(only=REPLAY_CODE), store, sources)
+        if any(precision_of(p).searched_from for p in precisions):
+            made.noun = "recipe search"
+        return made
 
     def key(self, job: GraphJob) -> Key:
         source = self.sources[job.cell_id]
-        return resume_key(job.cell_id, (source.digest, converter_of(job.precision)), code=self.code)
+        return resume_key(job.cell_id, (source.digest, self._made_by(job.precision)), code=self.code)
+
+    def _made_by(self, precision: str) -> str:
+        """What a conversion's result depends on: its converter, and a search's budget."""
+        converter = converter_of(precision)
+        return f"{converter}, budget {self.args.search_budget}" if precision_of(precision).searched_from else converter
 
     def record_key(self, record: CellRecord) -> Optional[Key]:
         """A conversion whose graph the artifacts folder has lost is made again."""
-        if record.verdict == Verdict.PASS and not self.store.has(record.env, record.cell_id, record.precision):
+        recipe = record.recipe or {}
+        stored = not recipe or bool(recipe.get("kept_float") or recipe.get("options"))  # one that passes as is: none
+        lost = stored and not self.store.has(record.env, record.cell_id, record.precision)
+        if record.verdict == Verdict.PASS and lost:
             return None
-        depends_on = (record.artifact, record.converter)
+        depends_on = (record.artifact, self._made_by(record.precision))
         return resume_key(
             job_id(record.env, record.cell_id, record.precision), depends_on, record.harness_version, record.code_hash
         )
@@ -69,7 +95,10 @@ class ConversionKind(Kind):
         return conversion_record(self.sources[job.cell_id], job.precision, converter_of(job.precision), verdict, reason)
 
     def worker(self) -> WorkerConfig:
-        return WorkerConfig.from_args(self.args, self.name, worker_log(self.out), module="harness.artifacts.worker")
+        extra = ("--search-budget", str(self.args.search_budget))
+        return WorkerConfig.from_args(
+            self.args, self.name, worker_log(self.out), module="harness.artifacts.worker", extra=extra
+        )
 
 
 def _precisions(names: List[str]) -> List[str]:
@@ -77,6 +106,23 @@ def _precisions(names: List[str]) -> List[str]:
     if unknown:
         raise UserError(f"--precision {','.join(unknown)}: unknown; the conversions are {', '.join(PRECISIONS)}")
     return names or list(PRECISIONS)
+
+
+def search_targets(graphs: List[Manifest], store: ArtifactStore, start: str) -> List[Manifest]:
+    """The graphs a recipe is searched for, so that the searches stay within the default matrix's time: one per
+    environment, case, parameters, strategy and exporter, the static graph at the highest opset whose `start`
+    conversion was made (else at the highest opset: the search may repair what the converter wrote)."""
+    best: Dict[tuple, Tuple[tuple, Manifest]] = {}
+    for manifest in graphs:
+        record = manifest.record
+        if record.get("shape_mode") != "static":
+            continue
+        group = (manifest.env, record.get("case"), canonical_params(record.get("params") or {}), record.get("strategy"))
+        group += (record.get("exporter"),)
+        rank = (store.has(manifest.env, manifest.cell_id, start), record.get("opset", 0))
+        if group not in best or rank > best[group][0]:
+            best[group] = (rank, manifest)
+    return [manifest for _, manifest in best.values()]
 
 
 def _fp32_graphs(store: ArtifactStore, args: argparse.Namespace) -> List[Manifest]:

@@ -1,34 +1,40 @@
-"""An exported fp32 graph converted to the precisions people ship: fp16 (onnxconverter-common, inputs and outputs
-kept fp32), int8-dynamic (onnxruntime's dynamic quantization) and int8-static (onnxruntime's QDQ quantization,
-calibrated on the calibration input sets the worker stored, never on the evaluation inputs).
+"""An exported fp32 graph converted to the precisions people ship, each by a named recipe
+(harness.record.precisions): fp16 by onnxruntime's float16 converter (the one its optimizer's --float16 and Olive
+use) and by onnxconverter-common's, inputs and outputs kept fp32; int8-dynamic (onnxruntime's dynamic quantization);
+int8-static over every op it can and over the weighted ops only (onnxruntime's QDQ quantization after its
+quant_pre_process, calibrated on the calibration input sets the worker stored, never on the evaluation inputs).
 
-Runs in the converter environment (onnx, onnxconverter-common, onnxruntime; no torch). Each converter's own
-exception is its message; a precision that means nothing for a graph raises NotApplicable with the reason.
+Every converted graph is checked with onnx.checker (full check): a graph that fails it is the converter's failure,
+never a runtime's. Runs in the converter environment (onnx, the converters, onnxruntime; no torch). Each converter's
+own exception is its message; a precision that means nothing for a graph raises NotApplicable with the reason.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-import time
-import traceback
 from dataclasses import replace
 from importlib import metadata
-from typing import Callable, Dict, Iterator, List, NamedTuple, Optional
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 
+from harness.artifacts.jobs import range_tolerance
 from harness.artifacts.store import ArtifactStore, Manifest, graph_digest
 from harness.judge.graph import describe_model
-from harness.judge.parity import PRECISION_TOLERANCES
-from harness.judge.stages import first_line, message_of
-from harness.record import CellRecord, RecordKind, Runtime, Stage, Verdict, torch_free_fingerprint
+from harness.judge.stages import first_line
+from harness.record.precisions import CONVERSIONS, precision_of
 
-PRECISIONS = tuple(PRECISION_TOLERANCES)
+# The ops a CNN's usual int8 recipe quantizes: the weighted ones.
+WEIGHTED_OPS = ("Conv", "MatMul", "Gemm")
 
 
 class NotApplicable(Exception):
     """This precision means nothing for this graph (an integer-only graph, nothing to quantize)."""
+
+
+class InvalidGraph(Exception):
+    """The converter wrote a graph that onnx.checker refuses: the converter's failure, not a runtime's."""
 
 
 class Converted(NamedTuple):
@@ -40,34 +46,74 @@ def _version(dist: str) -> str:
     return f"{dist} {metadata.version(dist)}"
 
 
-def to_fp16(path: str, manifest: Manifest, store: ArtifactStore) -> Converted:
+def to_fp16(
+    path: str,
+    manifest: Manifest,
+    store: ArtifactStore,
+    keep: Sequence[str] = (),
+    prepared: bool = False,
+    symbolic: bool = True,
+) -> Converted:
+    """onnxruntime's float16 conversion as its optimizer (--float16) and Olive run it: OnnxModel's, which removes
+    the casts it made redundant, then sorted as its save sorts; `keep` names nodes left in float. `symbolic=False`:
+    the tensor types from ONNX's shape inference rather than onnxruntime's symbolic one, which stops at a contrib op
+    and leaves the converter without types."""
+    import onnx
+    from onnxruntime.transformers.onnx_model import OnnxModel
+
+    model = OnnxModel(onnx.load(path))
+    model.convert_float_to_float16(
+        use_symbolic_shape_infer=symbolic, keep_io_types=True, node_block_list=list(keep) or None
+    )
+    model.topological_sort()
+    return Converted(model.model.SerializeToString(), converter_of("fp16"))
+
+
+def to_fp16_onnxconverter(
+    path: str, manifest: Manifest, store: ArtifactStore, keep: Sequence[str] = (), prepared: bool = False
+) -> Converted:
     import onnx
     from onnxconverter_common import float16
 
-    model = float16.convert_float_to_float16(onnx.load(path), keep_io_types=True)
-    return Converted(model.SerializeToString(), _version("onnxconverter-common"))
+    model = float16.convert_float_to_float16(onnx.load(path), keep_io_types=True, node_block_list=list(keep) or None)
+    return Converted(model.SerializeToString(), converter_of("fp16-onnxconverter"))
 
 
-def to_int8_dynamic(path: str, manifest: Manifest, store: ArtifactStore) -> Converted:
+def to_int8_dynamic(
+    path: str, manifest: Manifest, store: ArtifactStore, keep: Sequence[str] = (), prepared: bool = False
+) -> Converted:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "int8.onnx")
-        quantize_dynamic(path, out, weight_type=QuantType.QInt8)
+        quantize_dynamic(path, out, weight_type=QuantType.QInt8, nodes_to_exclude=list(keep))
         graph = _read(out)
     if not _has_integer_ops(graph):
         raise NotApplicable("dynamic quantization found no weighted operator (MatMul, Conv, Gemm, ...) to quantize")
-    return Converted(graph, _version("onnxruntime") + " quantization")
+    return Converted(graph, converter_of("int8-dynamic"))
 
 
-def to_int8_static(path: str, manifest: Manifest, store: ArtifactStore) -> Converted:
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+def to_int8_static(
+    path: str, manifest: Manifest, store: ArtifactStore, keep: Sequence[str] = (), prepared: bool = False
+) -> Converted:
+    return _quantize_static(path, manifest, store, None, keep, prepared)
+
+
+def to_int8_static_weighted(
+    path: str, manifest: Manifest, store: ArtifactStore, keep: Sequence[str] = (), prepared: bool = False
+) -> Converted:
+    return _quantize_static(path, manifest, store, WEIGHTED_OPS, keep, prepared)
+
+
+def calibration_reader(manifest: Manifest, store: ArtifactStore) -> Any:
+    """onnxruntime's CalibrationDataReader over the stored calibration sets, one per call, then None."""
+    from onnxruntime.quantization import CalibrationDataReader
 
     sets = [store.arrays(s.inputs) for s in manifest.samples if s.stage == "calibration"]
     if not sets:
         raise NotApplicable("no calibration inputs were stored with this graph (a benchmark-size case)")
 
-    class Reader(CalibrationDataReader):  # the stored calibration sets, one per call, then None
+    class Reader(CalibrationDataReader):
         def __init__(self) -> None:
             self.feeds: Iterator[Dict[str, np.ndarray]] = iter(
                 [dict(zip(manifest.input_names, arrays)) for arrays in sets]
@@ -76,34 +122,106 @@ def to_int8_static(path: str, manifest: Manifest, store: ArtifactStore) -> Conve
         def get_next(self):  # noqa: ANN201 (onnxruntime's interface)
             return next(self.feeds, None)
 
+    return Reader()
+
+
+def pre_processed(path: str, out: str) -> str:
+    """The graph after onnxruntime's quant_pre_process (basic optimisation, shape inference), as its quantization
+    guide asks before quantize_static; the nodes a recipe keeps float are named in this graph. ONNX's shape
+    inference, not the symbolic one the guide keeps for transformer models (it gives up on a CNN's dynamic axes)."""
+    from onnxruntime.quantization import quant_pre_process
+
+    quant_pre_process(path, out, skip_symbolic_shape=True)
+    return out
+
+
+def _quantize_static(
+    path: str,
+    manifest: Manifest,
+    store: ArtifactStore,
+    ops: Optional[Sequence[str]],
+    keep: Sequence[str],
+    prepared: bool,
+) -> Converted:
+    """QDQ quantization of `ops` (every op it can: None), after quant_pre_process unless `path` is `prepared`."""
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+
+    reader = calibration_reader(manifest, store)
     with tempfile.TemporaryDirectory() as tmp:
+        ready = path if prepared else pre_processed(path, os.path.join(tmp, "pre.onnx"))
         out = os.path.join(tmp, "int8.onnx")
         quantize_static(
-            path,
+            ready,
             out,
-            Reader(),
+            reader,
             quant_format=QuantFormat.QDQ,
+            op_types_to_quantize=list(ops) if ops else None,
             activation_type=QuantType.QInt8,
             weight_type=QuantType.QInt8,
+            nodes_to_exclude=list(keep),
         )
         graph = _read(out)
-    return Converted(graph, _version("onnxruntime") + " quantization")
+    if ops and "QuantizeLinear" not in describe_model(graph)["op_types"]:
+        raise NotApplicable(f"static quantization of {', '.join(ops)} found none of them to quantize")
+    return Converted(graph, converter_of("int8-static"))
 
 
-CONVERTERS: Dict[str, Callable[[str, Manifest, ArtifactStore], Converted]] = {
+Convert = Callable[..., Converted]
+CONVERTERS: Dict[str, Convert] = {
     "fp16": to_fp16,
+    "fp16-onnxconverter": to_fp16_onnxconverter,
     "int8-dynamic": to_int8_dynamic,
     "int8-static": to_int8_static,
+    "int8-static-weighted": to_int8_static_weighted,
 }
+PRECISIONS = tuple(p for p in CONVERSIONS if p in CONVERTERS or precision_of(p).searched_from in CONVERTERS)
+
+
+def check(graph: bytes, converter: str, full: bool = True) -> None:
+    """onnx.checker's full check (types and shapes inferred through the graph): a graph it refuses is the
+    converter's. `full=False` where the fp32 graph itself fails the full check (its exporter's value_info): then
+    only what the converter wrote is checked, not what it was given."""
+    import onnx
+
+    try:
+        onnx.checker.check_model(onnx.load_from_string(graph), full_check=full)
+    except Exception as exc:  # onnx raises ValidationError, InferenceError and others
+        raise InvalidGraph(f"{converter} wrote invalid ONNX: {first_line(exc)}") from exc
+
+
+def source_checks(path: str) -> bool:
+    """Whether the fp32 graph passes the full check itself."""
+    import onnx
+
+    try:
+        onnx.checker.check_model(onnx.load(path), full_check=True)
+    except Exception:  # the exporter's own graph: its failure is not the converter's
+        return False
+    return True
 
 
 def convert(manifest: Manifest, store: ArtifactStore, precision: str) -> Manifest:
-    """The converted graph stored beside its fp32 one, judged by the precision's tolerance; its manifest."""
+    """The fp32 graph converted by the precision's recipe, checked and stored beside it; its manifest."""
+    return store_converted(manifest, store, precision, make_conversion(manifest, store, precision), None)
+
+
+def make_conversion(manifest: Manifest, store: ArtifactStore, precision: str) -> Converted:
+    """The fp32 graph converted by the precision's recipe and checked; NotApplicable, InvalidGraph or the
+    converter's own exception otherwise."""
     if not _has_float_io(manifest, store):
         raise NotApplicable("an integer-only graph: no float tensor to convert")
-    converted = CONVERTERS[precision](str(store.graph_path(manifest)), manifest, store)
+    path = str(store.graph_path(manifest))
+    converted = CONVERTERS[precision](path, manifest, store)
+    check(converted.graph, converted.converter, full=source_checks(path))
+    return converted
+
+
+def store_converted(
+    manifest: Manifest, store: ArtifactStore, precision: str, converted: Converted, recipe: Optional[Dict[str, Any]]
+) -> Manifest:
+    """The converted graph stored beside its fp32 one, judged by the precision's tolerance; its manifest."""
     info = describe_model(converted.graph)
-    record = dict(manifest.record, precision=precision, converter=converted.converter)
+    record = dict(manifest.record, precision=precision, converter=converted.converter, recipe=recipe)
     record["export"] = {k: info[k] for k in ("nodes", "op_types", "domains", "bytes")}
     atol, rtol = tolerance(manifest, store, precision)
     out = replace(
@@ -121,12 +239,8 @@ def convert(manifest: Manifest, store: ArtifactStore, precision: str) -> Manifes
 
 
 def tolerance(manifest: Manifest, store: ArtifactStore, precision: str) -> List[float]:
-    """atol a fraction of the reference output's range (peak to peak, at the export shape), and an rtol."""
-    fraction, rtol = PRECISION_TOLERANCES[precision]
-    first = next(s for s in manifest.samples if s.stage == "parity")
-    outputs = [a for a in store.arrays(first.outputs) if a.size and np.issubdtype(a.dtype, np.floating)]
-    span = max((float(np.nanmax(a) - np.nanmin(a)) for a in outputs), default=0.0)
-    return [max(fraction * span, manifest.atol), rtol]
+    """The precision's tolerance for this graph (harness.artifacts.jobs.range_tolerance)."""
+    return list(range_tolerance(manifest, store, precision_of(precision).tolerance))
 
 
 def _has_float_io(manifest: Manifest, store: ArtifactStore) -> bool:
@@ -149,53 +263,10 @@ def _read(path: str) -> bytes:
 
 def converter_of(precision: str) -> str:
     """The converter that makes a precision here, with its version (a conversion's resume key holds it)."""
-    if precision == "fp16":
+    made = precision_of(precision)
+    base = made.searched_from or precision
+    if base == "fp16":
+        return _version("onnxruntime") + " float16"
+    if base == "fp16-onnxconverter":
         return _version("onnxconverter-common")
     return _version("onnxruntime") + " quantization"
-
-
-def convert_job(store: ArtifactStore, manifest: Manifest, precision: str) -> CellRecord:
-    """One conversion as its record: made (pass), not applicable with the reason, or the converter's failure with
-    its own message; never raises for the converter's sake."""
-    converter = converter_of(precision)
-    start = time.monotonic()
-    try:
-        made = convert(manifest, store, precision)
-    except NotApplicable as why:
-        return conversion_record(manifest, precision, converter, Verdict.NOT_APPLICABLE, f"{precision}: {why}")
-    except Exception as exc:  # the converter's own failure, with its message
-        text = message_of(exc) + "\n" + traceback.format_exc()[-1500:]
-        stage = Stage("convert", "failed", type(exc).__name__, text, round(time.monotonic() - start, 4))
-        reason = f"convert: {type(exc).__name__}: {first_line(exc)}"
-        return conversion_record(manifest, precision, converter, Verdict.EXPORT_FAILED, reason, stage)
-    stage = Stage("convert", "ok", seconds=round(time.monotonic() - start, 4))
-    return conversion_record(manifest, precision, made.converter, Verdict.PASS, None, stage)
-
-
-def conversion_record(
-    manifest: Manifest,
-    precision: str,
-    converter: str,
-    verdict: Verdict,
-    reason: Optional[str],
-    stage: Optional[Stage] = None,
-) -> CellRecord:
-    """The exporting cell's record as the converter left it: its kind `conversion`, the converter, the fp32 graph it
-    converted (`artifact`), the converter environment's fingerprint. No runtime judged it: the replays do."""
-    exported = CellRecord.from_json(manifest.record)
-    return exported.with_(
-        kind=RecordKind.CONVERSION.value,
-        precision=precision,
-        runtime=Runtime("onnxruntime", metadata.version("onnxruntime"), env="convert"),
-        runtime_fingerprint=torch_free_fingerprint(),
-        converter=converter,
-        artifact=manifest.digest,
-        verdict=verdict,
-        reason=reason,
-        stages=(stage,) if stage else (),
-        parity=None,
-        eager_parity=None,
-        latency={},
-        memory={},
-        traceback=None,
-    )

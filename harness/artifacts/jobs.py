@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
+
+import numpy as np
 
 from harness.artifacts.store import MANIFEST, ArtifactError, ArtifactStore, Manifest
+from harness.judge.parity import PRECISION_TOLERANCES
 
 
 @dataclass(frozen=True)
@@ -51,3 +54,15 @@ def stored_graphs(store: ArtifactStore) -> List[Manifest]:
         except ArtifactError as exc:
             print(f"skipped: {exc}", file=sys.stderr)
     return found
+
+
+def range_tolerance(manifest: Manifest, store: ArtifactStore, row: str) -> Tuple[float, float]:
+    """A precision's tolerance for this graph: atol a fraction of the reference output's range (peak to peak, at the
+    export shape, harness.judge.parity.PRECISION_TOLERANCES[row]) and an rtol; the graph's own for fp32."""
+    if row not in PRECISION_TOLERANCES:
+        return manifest.atol, manifest.rtol
+    fraction, rtol = PRECISION_TOLERANCES[row]
+    first = next(s for s in manifest.samples if s.stage == "parity")
+    outputs = [a for a in store.arrays(first.outputs) if a.size and np.issubdtype(a.dtype, np.floating)]
+    span = max((float(np.nanmax(a) - np.nanmin(a)) for a in outputs), default=0.0)
+    return max(fraction * span, manifest.atol), rtol

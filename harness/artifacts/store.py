@@ -130,9 +130,10 @@ class ArtifactStore:
             os.replace(tmp, path)
         return digest
 
-    def discard(self, env: str, cell_id: str) -> None:
-        """A cell run again keeps no graph of an earlier run (its export may fail now)."""
-        shutil.rmtree(self.folder(env, cell_id), ignore_errors=True)
+    def discard(self, env: str, cell_id: str, precision: str = "fp32") -> None:
+        """A cell run again keeps no graph of an earlier run (its export may fail now); nor a conversion made again
+        (its converter may fail now, or write another graph)."""
+        shutil.rmtree(self.folder(env, cell_id, precision), ignore_errors=True)
 
     def write(self, manifest: Manifest, graph: bytes) -> None:
         """The graph and its manifest, whole or not at all: a replay never finds half a folder."""

@@ -9,18 +9,26 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
 from harness.campaign.serve import serve_jobs, worker_parser
+from harness.record.precisions import SEARCH_BUDGET
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    args = worker_parser("python -m harness.artifacts.worker", "started by `harness convert`").parse_args(argv)
+    parser = worker_parser("python -m harness.artifacts.worker", "started by `harness convert`")
+    parser.add_argument("--search-budget", type=int, default=SEARCH_BUDGET)
+    args = parser.parse_args(argv)
 
     def make() -> Callable[[Dict[str, Any]], Dict[str, Any]]:
-        from harness.artifacts.convert import convert_job
+        from harness.artifacts.outcome import convert_job
         from harness.artifacts.store import ArtifactStore
         from harness.campaign.options import Options
 
         store = ArtifactStore(Path(Options.from_json(args.options).artifacts_dir or "artifacts"))
-        return lambda job: convert_job(store, store.read(Path(job["manifest"])), job["precision"]).to_json()
+
+        def answer(job: Dict[str, Any]) -> Dict[str, Any]:
+            manifest = store.read(Path(job["manifest"]))
+            return convert_job(store, manifest, job["precision"], args.search_budget).to_json()
+
+        return answer
 
     return serve_jobs(make, args.memory_limit_mb, args.cpu)
 

@@ -3,7 +3,8 @@ scripts find them by these names.
 
     results/<env>.jsonl               an export environment's cells (torch2@linux_aarch64 off linux_x86_64)
     results/replay-<runtime>.jsonl    one runtime environment's judgements of the stored graphs
-    results/convert.jsonl             the converter's result for each stored graph and precision
+    results/convert.jsonl             the converter's result for each stored graph and precision, and the recipe
+                                      searches' answers
     results/trace-<runtime>.jsonl     a trusted runtime's intermediates stored for the divergences (harness diverge)
     results/diverge-<runtime>.jsonl   where each mismatch in that runtime first parts from a trusted run
     ....shard-I-of-N.jsonl            one machine's slice of any of these (--shard I/N)
@@ -29,7 +30,7 @@ def results_stem(kind: RecordKind, name: str = "") -> str:
     `convert`."""
     if kind in PREFIXES:
         return PREFIXES[kind] + name
-    if kind == RecordKind.CONVERSION:
+    if kind in (RecordKind.CONVERSION, RecordKind.SEARCH):
         return CONVERT_STEM
     return name
 

@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from harness.errors import UserError
 from harness.record import ladder_key
+from harness.record.precisions import PRECISION_NAMES
 
 ENV_DIR = Path(__file__).resolve().parents[2] / "environments"
 # Runtime environments: where stored graphs are replayed (harness replay). A Python and exact pins, no torch.
@@ -18,7 +19,7 @@ RUNTIME_DIR = ENV_DIR / "runtimes"
 RUNTIMES = ("onnxruntime", "openvino")
 # The converter environment (fp16, int8 conversions of stored graphs: harness convert).
 TOOLS_DIR = ENV_DIR / "tools"
-PRECISIONS = ("fp32", "fp16", "int8-dynamic", "int8-static")
+PRECISIONS = PRECISION_NAMES
 # Where an environment's pins must exist as wheels; harness.host.pins maps each to pip's platform tags.
 PLATFORMS = ("linux_x86_64", "win_amd64", "linux_aarch64")
 DEFAULT_PLATFORMS = ("linux_x86_64",)

@@ -134,6 +134,35 @@ def peak_rss_of(fn: Callable[[], Any]) -> Peak:
     return Peak(max(0, hwm - before) * 1024, RSS_METHOD)
 
 
+FOOTPRINT_METHOD = "rss-hwm: from before the session is created through its first run"
+WORKING_SET_METHOD = "rss-hwm: one run with the arena off, after a warm-up run"
+
+
+class Footprint:
+    """A session's footprint: the resident-set high-water mark's growth from before the session is created (heap
+    trimmed, mark reset) to the end of its first run: its weights, arena and plans, and the run's own buffers."""
+
+    def __init__(self) -> None:
+        _trim_heap()
+        self.reset = _reset_hwm()
+        self.before = _status_kib("VmRSS")
+
+    def peak(self) -> Peak:
+        hwm = _status_kib("VmHWM")
+        if not self.reset:
+            return Peak(None, "unavailable: no resettable high-water mark (Linux's /proc/self/clear_refs) here")
+        if self.before is None or hwm is None:
+            return Peak(None, "unavailable: /proc/self/status unreadable")
+        return Peak(max(0, hwm - self.before) * 1024, FOOTPRINT_METHOD)
+
+
+def working_set_of(fn: Callable[[], Any], method: str = WORKING_SET_METHOD) -> Peak:
+    """One call's own resident-set growth, after one warm-up call (so only what the call allocates and frees)."""
+    fn()
+    peak = peak_rss_of(fn)
+    return Peak(peak.peak_bytes, method if peak.peak_bytes is not None else peak.method)
+
+
 def peak_cuda_of(fn: Callable[[], Any], torch: Any) -> Peak:
     """torch's peak allocation during one call above what was allocated before it."""
     torch.cuda.synchronize()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from harness.record.cell import (
     FINGERPRINT_KEYS,
+    WORKING_SET,
     CellRecord,
     ExportInfo,
     Fingerprint,
@@ -39,6 +40,7 @@ from harness.record.terms import (
 
 __all__ = [
     "FINGERPRINT_KEYS",
+    "WORKING_SET",
     "PORTABILITY_LABELS",
     "PORTABILITY_SHORT",
     "SCHEMA_VERSION",

@@ -1,7 +1,6 @@
 """One record per cell: the contract between the runner, which writes it, and the reporter, which reads it.
 
-`CellRecord.to_json()` is the only way a record is written and `CellRecord.from_json()` the only way one is
-read; records of an older schema are brought up to date by the migrations at the end of this module.
+`CellRecord.to_json()` writes a record and `CellRecord.from_json()` reads one, older schemas through migrations.py.
 """
 
 from __future__ import annotations
@@ -100,6 +99,7 @@ class Parity:
     shapes_checked: Optional[int] = None
     mean_abs: Optional[float] = None  # mean absolute error over every output element
     psnr: Optional[float] = None  # dB over the reference's range, for image-like (4-D) outputs
+    p99_abs: Optional[float] = None  # the 99th percentile of the absolute error over every output element
 
 
 @dataclass(frozen=True)
@@ -114,9 +114,14 @@ class Timing:
     number: Optional[int] = None  # calls per timed block (records before 0.2 did not say)
 
 
+WORKING_SET = ".working_set"  # a memory key's suffix: `<target>.working_set` beside the target's footprint
+
+
 @dataclass(frozen=True)
 class Peak:
-    """Peak memory of one call of one target, and how it was taken."""
+    """Memory of one target, and how it was taken: under the target's own name its footprint (a session's
+    resident-set growth from before its creation through its first run; eager's parameters plus one call's
+    growth), under `<target>.working_set` one run's own growth (a session's with its arena off)."""
 
     peak_bytes: Optional[int]
     method: str
@@ -182,11 +187,13 @@ class CellRecord:
     runtime: Runtime = Runtime("onnxruntime", None)
     precision: str = "fp32"
     converter: str = ""  # what made a converted graph (fp16, int8) from the exported one, with its version
+    recipe: Optional[Dict[str, Any]] = None  # a searched recipe: the nodes kept float, its budget, what it reached
+    runtime_settings: Dict[str, str] = field(default_factory=dict)  # what the runtime chose ("inference_precision")
     artifact: str = ""  # digest of the stored graph and its samples (harness.artifacts), "" when none was kept
     portability: str = "standard"
     tags: Tuple[str, ...] = ()
     # what kind of job wrote it, where and when
-    kind: str = RecordKind.EXPORT.value  # export, replay, conversion, trace, divergence (harness.record.RecordKind)
+    kind: str = RecordKind.EXPORT.value  # export, replay, conversion, search, trace, divergence (RecordKind)
     divergence: Optional[Divergence] = None  # a divergence record's finding; None for every other kind
     fingerprint: Fingerprint = Fingerprint()  # the exporting environment's, for a replay or a conversion too
     runtime_fingerprint: Optional[Fingerprint] = None  # the runtime or converter environment's; None for an export
@@ -311,6 +318,8 @@ SHAPES: Tuple[Tuple[str, type], ...] = (
     ("eager_parity", dict),
     ("export", dict),
     ("runtime", dict),
+    ("recipe", dict),
+    ("runtime_settings", dict),
     ("divergence", dict),
 )
 
@@ -386,5 +395,6 @@ def _typed(data: Dict[str, Any]) -> CellRecord:
         ort_providers=tuple(data.get("ort_providers") or ()),
         env_limits=dict(data.get("env_limits") or {}),
         operators=dict(data.get("operators") or {}),
+        runtime_settings={str(k): str(v) for k, v in (data.get("runtime_settings") or {}).items()},
     )
     return CellRecord(**values)

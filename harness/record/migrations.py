@@ -47,7 +47,29 @@ def _from_2(data: Dict[str, Any]) -> Dict[str, Any]:
     return dict(data, schema_version=3, kind=RecordKind.REPLAY.value, runtime_fingerprint=runtime_fingerprint)
 
 
-MIGRATIONS: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {1: _from_1, 2: _from_2}
+# Schema 3's CPU memory was one call's resident-set growth in a warmed process: for eager that is one call's
+# working set, for a runtime session (whose arena kept its buffers) almost nothing. Schema 4 keeps, per target, a
+# footprint (`<target>`) and a working set (`<target>.working_set`). A schema-3 figure moves to what it measured:
+# eager's one call (CPU or CUDA) to its working set; a CUDA session's free-memory delta (weights, arena, one run)
+# stays its footprint; a CPU session's warmed run is neither and is kept as `<target>.warm_run`, which no ratio
+# reads.
+EAGER_TARGETS = ("eager", "reference")
+SESSION_FOOTPRINT_METHODS = ("cuda-free-memory-delta", "ort-cuda-arena")
+
+
+def _memory_key(target: str, peak: Any) -> str:
+    method = peak.get("method") if isinstance(peak, dict) else None
+    if target in EAGER_TARGETS:
+        return f"{target}.working_set"
+    return target if method in SESSION_FOOTPRINT_METHODS else f"{target}.warm_run"
+
+
+def _from_3(data: Dict[str, Any]) -> Dict[str, Any]:
+    memory = data.get("memory") if isinstance(data.get("memory"), dict) else {}
+    return dict(data, schema_version=4, memory={_memory_key(t, peak): peak for t, peak in memory.items()})
+
+
+MIGRATIONS: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {1: _from_1, 2: _from_2, 3: _from_3}
 
 
 def migrate(data: Dict[str, Any]) -> Dict[str, Any]:

@@ -9,7 +9,7 @@ import re
 from enum import Enum
 from typing import Any, Mapping, Optional, Tuple
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 class RecordKind(str, Enum):
@@ -18,6 +18,7 @@ class RecordKind(str, Enum):
     EXPORT = "export"  # a cell exported and judged by its own environment's onnxruntime
     REPLAY = "replay"  # a stored graph judged again by a runtime environment of the ladder
     CONVERSION = "conversion"  # a converter's own result for a stored graph (made, failed, or not applicable)
+    SEARCH = "search"  # a recipe search's answer: the fewest nodes kept float that pass, or the best it reached
     TRACE = "trace"  # a trusted runtime's intermediates of a stored graph, stored for `divergence` records
     DIVERGENCE = "divergence"  # where a mismatching graph first parts from a trusted run of it (harness diverge)
 

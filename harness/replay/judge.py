@@ -8,12 +8,14 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from harness.artifacts.jobs import range_tolerance
 from harness.artifacts.store import ArtifactStore, Manifest, Sample
 from harness.campaign.options import Options
 from harness.judge import parity as parity_mod
-from harness.judge.measure import peak_rss_of, time_callable
+from harness.judge.measure import WORKING_SET_METHOD, Footprint, time_callable, working_set_of
 from harness.judge.stages import StageFailed, StageSpec, walk
-from harness.record import CellRecord, Parity, Peak, RecordKind, Verdict
+from harness.record import WORKING_SET, CellRecord, Parity, Peak, RecordKind, Verdict
+from harness.record.precisions import RUNTIME, precision_of
 from harness.replay.runtimes import Loaded, RuntimeAdapter
 
 
@@ -23,10 +25,19 @@ class ReplayState:
     store: ArtifactStore
     adapter: RuntimeAdapter
     opts: Options
+    precision: str = "fp32"  # the graph's own, or a runtime precision it is computed at (runtime-bf16)
     found: Dict[str, Any] = field(default_factory=dict)
     comparisons: List[Dict[str, Any]] = field(default_factory=list)
     graph: Optional[Loaded] = None
     first: Optional[List[np.ndarray]] = None  # the export shape's outputs, from the run stage
+    footprint: Optional[Footprint] = None
+    tolerance: Tuple[float, float] = (0.0, 0.0)
+
+    @property
+    def hint(self) -> Optional[str]:
+        """The inference precision asked of the runtime: f32 for a graph judged at its own precision."""
+        made = precision_of(self.precision)
+        return made.hint if made.made_by == RUNTIME else "f32"
 
     def samples(self, stage: str) -> List[Sample]:
         return [s for s in self.manifest.samples if s.stage == stage]
@@ -36,12 +47,32 @@ class ReplayState:
 
 
 def load(s: ReplayState) -> None:
-    s.graph = s.adapter.load(str(s.store.graph_path(s.manifest)), s.opts.threads, s.manifest.input_names)
+    s.footprint = Footprint()
+    s.graph = s.adapter.load(str(s.store.graph_path(s.manifest)), s.opts.threads, s.manifest.input_names, s.hint)
     s.found["ort_providers"] = s.graph.providers
+    s.found["runtime_settings"] = dict(s.graph.settings)
+    s.tolerance = _tolerance(s)
+
+
+def _tolerance(s: ReplayState) -> Tuple[float, float]:
+    """The graph's own tolerance, or a runtime precision's: at its default, that of the precision it chose."""
+    made = precision_of(s.precision)
+    if made.made_by != RUNTIME:
+        return s.manifest.atol, s.manifest.rtol
+    row = made.tolerance
+    if row == "runtime":
+        row = INFERENCE_TOLERANCE.get(s.graph.settings.get("inference_precision", ""), "fp32")
+    return range_tolerance(s.manifest, s.store, row)
+
+
+# What a runtime computing at its default precision is judged by: the tolerance of the precision it chose.
+INFERENCE_TOLERANCE = {"f32": "fp32", "bf16": "bf16", "f16": "fp16"}
 
 
 def run(s: ReplayState) -> None:
     s.first = s.graph.run(s.inputs(s.samples("parity")[0]))
+    if s.opts.memory and s.adapter.device == "cpu":
+        s.found["memory"] = {s.adapter.target: s.footprint.peak()}
 
 
 def parity(s: ReplayState) -> None:
@@ -80,10 +111,23 @@ def latency(s: ReplayState) -> None:
 
 
 def memory(s: ReplayState) -> None:
-    peak = Peak(None, "unavailable: device memory is probed through torch, absent from runtime environments")
-    if s.adapter.device == "cpu":
-        peak = peak_rss_of(s.graph.call(s.inputs(s.samples("parity")[0])))
-    s.found["memory"] = {s.adapter.target: peak}
+    """The working set: one run's own growth in a session with its arena off (onnxruntime), or one more run
+    (OpenVINO, which allocates at compile time); the footprint was taken through load and the first run."""
+    target = s.adapter.target
+    if s.adapter.device != "cpu":
+        unavailable = Peak(None, "unavailable: device memory is probed through torch, absent from runtime environments")
+        s.found["memory"] = {target: unavailable, target + WORKING_SET: unavailable}
+        return
+    inputs = s.inputs(s.samples("parity")[0])
+    path = str(s.store.graph_path(s.manifest))
+    if s.adapter.name == "onnxruntime":
+        lean, method = s.adapter.load(path, s.opts.threads, s.manifest.input_names, arena=False), WORKING_SET_METHOD
+    else:
+        lean, method = s.graph, OPENVINO_WORKING_SET
+    s.found.setdefault("memory", {})[target + WORKING_SET] = working_set_of(lean.call(inputs), method)
+
+
+OPENVINO_WORKING_SET = "rss-hwm: one run after a warm-up run (OpenVINO allocates its buffers when it compiles)"
 
 
 REPLAY_STAGES: Tuple[StageSpec, ...] = (
@@ -97,16 +141,21 @@ REPLAY_STAGES: Tuple[StageSpec, ...] = (
 
 
 def replay_blank(
-    manifest: Manifest, adapter: RuntimeAdapter, verdict: Verdict, reason: Optional[str] = None
+    manifest: Manifest,
+    adapter: RuntimeAdapter,
+    verdict: Verdict,
+    reason: Optional[str] = None,
+    precision: Optional[str] = None,
 ) -> CellRecord:
-    """The exporting cell as this runtime sees it, before any stage: its identity and export, this runtime."""
+    """The exporting cell as this runtime sees it, before any stage: its identity and export, this runtime, the
+    precision judged (the graph's own unless a runtime precision)."""
     exported = CellRecord.from_json(manifest.record)
     return exported.with_(
         kind=RecordKind.REPLAY.value,
         runtime=adapter.describe(),
         runtime_fingerprint=adapter.fingerprint(),
         artifact=manifest.digest,
-        precision=manifest.precision,
+        precision=precision or manifest.precision,
         converter=manifest.converter,
         verdict=verdict,
         reason=reason,
@@ -121,19 +170,25 @@ def replay_blank(
     )
 
 
-def replay_graph(manifest: Manifest, store: ArtifactStore, adapter: RuntimeAdapter, opts: Options) -> CellRecord:
-    state = ReplayState(manifest, store, adapter, opts)
+def replay_graph(
+    manifest: Manifest, store: ArtifactStore, adapter: RuntimeAdapter, opts: Options, precision: Optional[str] = None
+) -> CellRecord:
+    state = ReplayState(manifest, store, adapter, opts, precision or manifest.precision)
+    cannot = adapter.cannot(state.hint)
+    if cannot:
+        return replay_blank(manifest, adapter, Verdict.NOT_APPLICABLE, f"{state.precision}: {cannot}", state.precision)
     walked = walk(REPLAY_STAGES, state, state.found)
     if state.comparisons and walked.stopped_at not in ("parity", "dynamic"):
         merged = parity_mod.merge(state.comparisons)
         state.found["parity"] = Parity(**{k: v for k, v in merged.items() if k != "ok"})
-    blank = replay_blank(manifest, adapter, Verdict.PASS)
+    blank = replay_blank(manifest, adapter, Verdict.PASS, precision=state.precision)
     return blank.with_(
         verdict=walked.verdict or Verdict.PASS, reason=walked.reason, stages=walked.stages, **state.found
     )
 
 
 def _judge(s: ReplayState, outputs: Any, sample: Sample, where: str) -> List[str]:
-    result = parity_mod.compare(outputs, s.store.arrays(sample.outputs), s.manifest.atol, s.manifest.rtol)
+    atol, rtol = s.tolerance
+    result = parity_mod.compare(outputs, s.store.arrays(sample.outputs), atol, rtol)
     s.comparisons.append(result)
     return [] if result["ok"] else [parity_mod.describe_mismatch(result, where)]

@@ -17,6 +17,7 @@ class Loaded:
     """A graph a runtime has loaded: run it on arrays (in the graph's input order), or hand the timer a call."""
 
     providers: Tuple[str, ...] = ()
+    settings: Dict[str, str] = {}  # what the runtime chose for this graph ("inference_precision": "bf16")
 
     def run(self, inputs: Sequence[np.ndarray]) -> List[np.ndarray]:
         raise NotImplementedError
@@ -40,10 +41,17 @@ class RuntimeAdapter:
     def distributions(self) -> Tuple[str, ...]:
         raise NotImplementedError
 
-    def load(self, path: str, threads: int, input_names: Sequence[str] = ()) -> Loaded:
+    def load(
+        self, path: str, threads: int, input_names: Sequence[str] = (), hint: Optional[str] = "f32", arena: bool = True
+    ) -> Loaded:
         """The graph loaded; it is then run on inputs named `input_names` (the stored samples' order) and takes
-        the ones it declares, by name."""
+        the ones it declares, by name. `hint`: the inference precision asked for (None: the runtime's default),
+        where the runtime has one; `arena=False`: a session that frees each run's buffers, where it can."""
         raise NotImplementedError
+
+    def cannot(self, hint: Optional[str]) -> Optional[str]:
+        """Why this runtime cannot compute at `hint` here (None: it can)."""
+        return None if hint in (None, "f32") else f"{self.name} takes no inference precision hint"
 
     def providers(self) -> Tuple[str, ...]:
         return ()
@@ -73,11 +81,13 @@ class OnnxRuntime(RuntimeAdapter):
     def distributions(self) -> Tuple[str, ...]:
         return ("onnxruntime", "onnxruntime-gpu", "onnxruntime-openvino")
 
-    def load(self, path: str, threads: int, input_names: Sequence[str] = ()) -> Loaded:
+    def load(
+        self, path: str, threads: int, input_names: Sequence[str] = (), hint: Optional[str] = "f32", arena: bool = True
+    ) -> Loaded:
         if self.device == "cuda":
             _preload_cuda()
         with open(path, "rb") as fh:
-            return _OrtGraph(OrtSession(fh.read(), self.device, threads, input_names=input_names))
+            return _OrtGraph(OrtSession(fh.read(), self.device, threads, arena=arena, input_names=input_names))
 
     def providers(self) -> Tuple[str, ...]:
         import onnxruntime
@@ -108,7 +118,8 @@ class _OrtGraph(Loaded):
 
 
 class OpenVino(RuntimeAdapter):
-    """OpenVINO reads the .onnx file itself; fp32 graphs run at f32 (not the bf16 a newer CPU would pick)."""
+    """OpenVINO reads the .onnx file itself; fp32 graphs run at f32 (not the bf16 a newer CPU would pick) unless a
+    runtime precision asks for its default, bf16 or f16."""
 
     name = "openvino"
     target = "openvino"
@@ -117,15 +128,34 @@ class OpenVino(RuntimeAdapter):
     def distributions(self) -> Tuple[str, ...]:
         return ("openvino",)
 
-    def load(self, path: str, threads: int, input_names: Sequence[str] = ()) -> Loaded:
+    def load(
+        self, path: str, threads: int, input_names: Sequence[str] = (), hint: Optional[str] = "f32", arena: bool = True
+    ) -> Loaded:
+        core = self.core()
+        config = {"INFERENCE_NUM_THREADS": str(threads)}
+        if hint is not None:
+            config["INFERENCE_PRECISION_HINT"] = hint
+        return _OvGraph(core.compile_model(core.read_model(path), self.device.upper(), config), input_names)
+
+    def core(self) -> Any:
         if self._core is None:  # one Core per process: making one per graph costs more than compiling most graphs
             self._core = _core()
-        core = self._core
-        config = {"INFERENCE_NUM_THREADS": str(threads), "INFERENCE_PRECISION_HINT": "f32"}
-        return _OvGraph(core.compile_model(core.read_model(path), self.device.upper(), config), input_names)
+        return self._core
+
+    def cannot(self, hint: Optional[str]) -> Optional[str]:
+        """OpenVINO's own word on this device: the optimisation capabilities it lists (BF16, FP16)."""
+        if hint in (None, "f32"):
+            return None
+        capabilities = [str(c) for c in self.core().get_property(self.device.upper(), "OPTIMIZATION_CAPABILITIES")]
+        if OPENVINO_CAPABILITY.get(hint, hint.upper()) in capabilities:
+            return None
+        return f"OpenVINO {self.version} on this {self.device.upper()} lists {', '.join(capabilities)}: no {hint}"
 
     def providers(self) -> Tuple[str, ...]:
         return (self.device.upper(),)
+
+
+OPENVINO_CAPABILITY = {"bf16": "BF16", "f16": "FP16"}  # a hint, as OPTIMIZATION_CAPABILITIES lists it
 
 
 class _OvGraph(Loaded):
@@ -133,6 +163,8 @@ class _OvGraph(Loaded):
         self.compiled = compiled
         self.request = compiled.create_infer_request()
         self.providers = ("CPU",)
+        chosen = compiled.get_property("INFERENCE_PRECISION_HINT")  # an openvino Type: "f32", "bf16", "f16"
+        self.settings = {"inference_precision": chosen.to_string() if hasattr(chosen, "to_string") else str(chosen)}
         self.names = [port.get_any_name() for port in compiled.inputs]
         self.input_names = tuple(input_names)
 

@@ -20,6 +20,7 @@ from harness.campaign.keys import REPLAY_CODE, Key, code_hash, in_shard, parse_s
 from harness.campaign.pool import WorkerConfig
 from harness.errors import UserError
 from harness.record import CellRecord, RecordKind, Verdict
+from harness.record.precisions import RUNTIME_PRECISIONS
 from harness.replay.judge import replay_blank
 from harness.replay.runtimes import ADAPTERS, RuntimeAdapter, adapter_for
 
@@ -41,11 +42,18 @@ def replay_command(args: argparse.Namespace) -> int:
 
 
 def load(r: Replay) -> Replay:
-    """The stored graphs the selection names."""
+    """The stored graphs the selection names; each fp32 graph of a real model (tag `model`) also at each runtime
+    precision asked for."""
     r.store = ArtifactStore(artifacts_dir(r.args))
+    at_runtime = [p for p in r.args.precision if p in RUNTIME_PRECISIONS]
     for manifest in stored_graphs(r.store):
-        if _selected(manifest, r.args):
-            job = graph_job(r.store, manifest, manifest.precision)
+        if not _selected(manifest, r.args):
+            continue
+        precisions = [manifest.precision] if not r.args.precision or manifest.precision in r.args.precision else []
+        if manifest.precision == "fp32" and "model" in (manifest.record.get("tags") or ()):
+            precisions += at_runtime
+        for precision in precisions:
+            job = graph_job(r.store, manifest, precision)
             r.manifests[job.cell_id] = manifest
             r.jobs.append(job)
     if not r.jobs:
@@ -107,7 +115,7 @@ class ReplayKind(Kind):
         )
 
     def blank(self, job: GraphJob, verdict: Verdict, reason: Optional[str]) -> CellRecord:
-        return replay_blank(self.replay.manifests[job.cell_id], self.replay.adapter, verdict, reason)
+        return replay_blank(self.replay.manifests[job.cell_id], self.replay.adapter, verdict, reason, job.precision)
 
     def worker(self) -> WorkerConfig:
         adapter = self.replay.adapter
@@ -132,8 +140,7 @@ class ReplayKind(Kind):
 def _selected(manifest: Manifest, args: argparse.Namespace) -> bool:
     record = manifest.record
     wanted = (("env", args.from_env), ("case", args.case), ("family", args.family), ("strategy", args.strategy))
-    chosen = all(not names or record.get(key) in names for key, names in wanted)
-    return chosen and (not args.precision or manifest.precision in args.precision)
+    return all(not names or record.get(key) in names for key, names in wanted)
 
 
 def _installed_kind() -> str:

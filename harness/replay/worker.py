@@ -32,10 +32,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         def answer(job: Dict[str, Any]) -> Dict[str, Any]:
             manifest = store.read(Path(job["manifest"]))
             try:
-                return replay_graph(manifest, store, adapter, opts).to_json()
+                return replay_graph(manifest, store, adapter, opts, job["precision"]).to_json()
             except Exception:  # a bug of ours outside the stages: the graph's record says so
                 text = traceback.format_exc()
-                record = replay_blank(manifest, adapter, Verdict.HARNESS_ERROR, text.strip().splitlines()[-1][:300])
+                reason = text.strip().splitlines()[-1][:300]
+                record = replay_blank(manifest, adapter, Verdict.HARNESS_ERROR, reason, job["precision"])
                 return record.with_(traceback=text[-4000:]).to_json()
 
         return answer

@@ -8,7 +8,7 @@ shape mode, dtype) seen in the group. Candidates rank, in order, by:
   3. latency: geometric mean of the ratio to the reference (see costs.py) over the candidate's passing cells,
      taking only the cells measured against the best reference the group has (the family's reference strategy
      in the same runtime if any);
-  4. peak memory, the same way;
+  4. memory footprint (weights, arena and one run: harness.record.Peak), the same way;
 then by name, so the order is stable.
 """
 
@@ -211,7 +211,7 @@ def explain(ranked: Sequence[Candidate], latency_ref: str = "", memory_ref: str 
         versus = f"{format_ratio(pick.latency)} vs {format_ratio(other.latency)} {latency_ref} latency"
         return f"{head}; faster than {other.name} ({versus})"
     if _coarse(pick.memory) != _coarse(other.memory):
-        versus = f"{format_ratio(pick.memory)} vs {format_ratio(other.memory)} {memory_ref} peak"
+        versus = f"{format_ratio(pick.memory)} vs {format_ratio(other.memory)} {memory_ref} footprint"
         return f"{head}; less memory than {other.name} ({versus})"
     return f"{head}; level with {other.name} on every criterion (ordered by name)"
 

@@ -3,14 +3,16 @@ its ranked candidates with what fails and where their graphs were seen to run, a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import pandas as pd
 
 from harness.record import Verdict, portability_label
+from harness.record.precisions import CONVERTER, precision_of
 from harness.report.advisor import Advice, Candidate, Failure, grouped_rows
 from harness.report.costs import format_bytes, format_ratio, format_seconds
+from harness.report.recipes import RecipeRow, conversion_call
 from harness.report.runtimes import Evidence, evidence_of, ladder, made_no_graph
 from harness.report.table import FP32
 from harness.report.upgrade import side
@@ -69,6 +71,7 @@ class AdviceCard:
     home: bool = True  # the environment's own runtime: its exporting cells judged the graphs
     timing_note: str = ""  # how the timings were taken, when they come from replays
     precision: str = FP32  # the graphs' precision: as exported, or converted
+    call: str = ""  # a converted precision: the converter call that makes the pick's graph, as code
 
 
 @dataclass(frozen=True)
@@ -212,6 +215,22 @@ def advice_card(
     )
 
 
+def with_call(card: AdviceCard, recipes: Sequence[RecipeRow]) -> AdviceCard:
+    """A card at a converted precision with the converter call that makes its pick's graph: a searched recipe's
+    own (the one found for that environment, family and strategy), or the precision's plain call."""
+    if card.precision == FP32 or card.pick is None or precision_of(card.precision).made_by != CONVERTER:
+        return card
+    if precision_of(card.precision).searched_from is None:
+        return replace(card, call=conversion_call(card.precision, ()))
+    found = [
+        r
+        for r in recipes
+        if (r.env, r.family, r.strategy, r.precision) == (card.env, card.family, card.pick.strategy, card.precision)
+        and r.tone != "none"
+    ]
+    return replace(card, call=found[0].call) if found else card
+
+
 def _default(cards: Sequence[AdviceCard], envs: Sequence[str]) -> Optional[AdviceCard]:
     """The oldest environment's grid_sample on CPU in its own runtime, preferably where something passes all."""
     home = [c for c in cards if c.home]
@@ -228,9 +247,11 @@ def advisor_view(
     labels: Mapping[Tuple[str, str], str],
     homes: Mapping[str, Tuple[str, ...]],
     groups: Optional[Mapping[Tuple[object, ...], List[Any]]] = None,
+    recipes: Sequence[RecipeRow] = (),
 ) -> AdvisorView:
     """`frame`: every cell as each runtime judged it (harness.report.runtimes.judged); `groups`: its
-    advisor.grouped_rows, when the caller has them already."""
+    advisor.grouped_rows, when the caller has them already; `recipes`: the searches' answers, whose calls a card at
+    a searched precision shows."""
     order = {e: i for i, e in enumerate(envs)}
     seen = evidence_by_candidate(frame)
     groups = grouped_rows(frame) if groups is None else groups
@@ -247,6 +268,7 @@ def advisor_view(
             precision_sort_key(c.precision),
         ),
     )
+    cards = [with_call(c, recipes) for c in cards]
     home_cards = [c for c in cards if c.home]
     families = tuple(sorted({c.family for c in cards}, key=family_sort_key))
     by_key = {(c.env, c.opset, c.device, c.family): c for c in home_cards}

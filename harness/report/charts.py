@@ -117,7 +117,7 @@ def cost_chart(frame: pd.DataFrame, metric: str, envs: Sequence[str], colours: D
         "both pass. Where the reference never passes in an environment, the bars compare with the reference run "
         "eagerly in PyTorch or, failing that, with the cheapest strategy, as marked under the environment's name. "
         "Below 1 is cheaper than the reference."
-    ).format("median latency" if metric == "latency" else "peak memory")
+    ).format("median latency" if metric == "latency" else "memory footprint")
     table = cost_summary(frame, metric, envs)
     if table.empty:
         return Chart(chart_id, title, caption, None, f"No passing {CHART_FAMILY} cells were measured.")

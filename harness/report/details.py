@@ -11,7 +11,17 @@ from harness.record import CellRecord, Fingerprint, Runtime, Stage
 from harness.report.vocab import FINGERPRINT_COLUMNS, runtime_label
 
 # The parity the details panel shows, in the order of its array ("p").
-PARITY_KEYS = ("max_abs", "max_rel", "atol", "rtol", "min_passing_atol", "shapes_checked", "mean_abs", "psnr")
+PARITY_KEYS = (
+    "max_abs",
+    "max_rel",
+    "atol",
+    "rtol",
+    "min_passing_atol",
+    "shapes_checked",
+    "mean_abs",
+    "psnr",
+    "p99_abs",
+)
 MAX_MESSAGE = 8000  # characters of one error message kept on the page; results.json keeps them whole
 
 

@@ -19,6 +19,7 @@ from harness.report.divergence import SIDE_KINDS, DivergenceView, detail_of, div
 from harness.report.ladder import LadderView, ladder_view
 from harness.report.load import Loaded, SourceFile
 from harness.report.precision import PrecisionView, precision_view
+from harness.report.recipes import recipe_rows
 from harness.report.runtimes import exporting, homes, judged, ladder, runtimes_of
 from harness.report.table import EXPORT, FP32, REPLAY, build_frame, made_its_graph, safe_json
 from harness.report.upgrade import all_pairs, runtime_pairs
@@ -317,13 +318,15 @@ def build_page(loaded: Loaded, title: str = "onnx-compat-matrix") -> Page:
         skipped=len(loaded.skipped),
         migrated=_migrated_text(loaded.migrated),
         superseded=loaded.superseded,
-        advisor=advisor_view(advice, everywhere, envs, matrix.row_labels(records), homes(frame), groups),
+        advisor=advisor_view(
+            advice, everywhere, envs, matrix.row_labels(records), homes(frame), groups, recipe_rows(loaded.records)
+        ),
         envs=tuple(envs),
         upgrade_default=(envs[0], envs[-1]) if envs else ("", ""),
         runtime_choices=tuple(choices),
         ladder=where,
         divergence=divergence_view(side),
-        precision=precision_view(frame, strategy_colours(strategies)),
+        precision=precision_view(frame, strategy_colours(strategies), recipe_rows(loaded.records)),
         runtimes=tuple(rows),
         replays=len(frame) - len(own),
         replay_runtimes=len({row.label for row in rows}),

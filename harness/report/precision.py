@@ -20,17 +20,31 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 from harness.judge.parity import PRECISION_TOLERANCES, TOLERANCES
 from harness.record import Verdict
+from harness.record.precisions import RUNTIME, precision_of
 from harness.report.charts import CHART_FAMILY, NICE_TICKS, RC, Chart, plain_text, svg_text
 from harness.report.costs import format_ratio, geomean
+from harness.report.recipes import RecipeRow
 from harness.report.runtimes import CELL, RAN, ladder
-from harness.report.table import CONVERSION, FP32
+from harness.report.table import CONVERTER, FP32, MADE_BY_CONVERTER
 from harness.report.vocab import family_sort_key, precision_sort_key, strategy_sort_key
 
 PASS = Verdict.PASS.value
 NA = Verdict.NOT_APPLICABLE.value
 SAME_GRAPH = [c for c in CELL if c != "precision"] + ["runtime"]  # a converted graph's fp32 twin, same runtime
 FINE_TICKS = (0.7, 0.8, 1.5, 3)  # between NICE_TICKS: converted graphs are rarely more than 3x off fp32
-PRECISION_MARKS = {"fp32": "o", "fp16": "s", "int8-dynamic": "^", "int8-static": "D"}
+PRECISION_MARKS = {
+    "fp32": "o",
+    "fp16": "s",
+    "fp16-onnxconverter": "P",
+    "fp16-recipe": "p",
+    "int8-dynamic": "^",
+    "int8-static": "D",
+    "int8-static-weighted": "d",
+    "int8-static-recipe": "*",
+    "runtime-default": "v",
+    "runtime-bf16": "<",
+    "runtime-f16": ">",
+}
 
 
 @dataclass(frozen=True)
@@ -52,6 +66,7 @@ class PrecisionCell:
     psnr: str  # median PSNR of those with image-like outputs
     latency: str  # geometric mean of the latency ratio to the same graph in fp32, same runtime
     tone: str  # all | some | none | empty
+    p99: str = "—"  # median 99th-percentile absolute error of the graphs that ran
 
 
 @dataclass(frozen=True)
@@ -62,6 +77,16 @@ class PrecisionRow:
 
 
 @dataclass(frozen=True)
+class MadeBy:
+    """What a precision on the page is and what made it (harness.record.precisions; the records' converters)."""
+
+    precision: str
+    what: str
+    made_by: str  # the converters of its records, or the runtime
+    judged_as: str
+
+
+@dataclass(frozen=True)
 class PrecisionView:
     precisions: Tuple[str, ...]  # the converted precisions on the page (not fp32)
     runtimes: Tuple[str, ...]  # the runtimes that judged converted graphs
@@ -69,6 +94,8 @@ class PrecisionView:
     tolerances: Tuple[Tolerance, ...]
     rows: Tuple[PrecisionRow, ...]
     chart: Optional[Chart]
+    made_by: Tuple[MadeBy, ...] = ()
+    recipes: Tuple[RecipeRow, ...] = ()
 
 
 def tolerances() -> Tuple[Tolerance, ...]:
@@ -85,7 +112,7 @@ def tolerances() -> Tuple[Tolerance, ...]:
 def with_fp32_ratio(frame: pd.DataFrame) -> pd.DataFrame:
     """The records of converted graphs judged in a runtime, with `ratio`: latency over the same graph's in fp32 in
     the same runtime (NaN where either was not timed)."""
-    converted = frame[(frame["precision"] != FP32) & (frame["kind"] != CONVERSION)]
+    converted = frame[(frame["precision"] != FP32) & (~frame["kind"].isin(MADE_BY_CONVERTER))]
     fp32 = frame.loc[frame["precision"] == FP32, SAME_GRAPH + ["lat_rt"]].drop_duplicates(SAME_GRAPH, keep="last")
     joined = converted.merge(fp32, on=SAME_GRAPH, how="left", suffixes=("", "_fp32"))
     valid = (joined["lat_rt"] > 0) & (joined["lat_rt_fp32"] > 0)
@@ -101,6 +128,7 @@ def _cell(judged: pd.DataFrame, conversions: pd.DataFrame) -> PrecisionCell:
     ran = judged[judged["verdict"].isin(RAN)]
     passed = int((judged["verdict"] == PASS).sum())
     error, psnr = _median(ran["mean_abs"].tolist()), _median(ran["psnr"].tolist())
+    p99 = _median(ran["p99_abs"].tolist())
     tone = "empty" if judged.empty else "all" if passed == len(judged) else "some" if passed else "none"
     return PrecisionCell(
         passed,
@@ -111,12 +139,13 @@ def _cell(judged: pd.DataFrame, conversions: pd.DataFrame) -> PrecisionCell:
         "—" if psnr is None else f"{psnr:.1f} dB",
         format_ratio(geomean(ran["ratio"].tolist())),
         tone,
+        "—" if p99 is None else f"{p99:.2g}",
     )
 
 
 def precision_rows(frame: pd.DataFrame, precisions: Sequence[str], ratios: pd.DataFrame) -> List[PrecisionRow]:
     """A row per family and strategy that had graphs converted, a cell per precision."""
-    conversions = frame[(frame["precision"] != FP32) & (frame["kind"] == CONVERSION)]
+    conversions = frame[(frame["precision"] != FP32) & (frame["kind"].isin(MADE_BY_CONVERTER))]
     judged = {key: part for key, part in ratios.groupby(["family", "strategy", "precision"], sort=False)}
     failed = {key: part for key, part in conversions.groupby(["family", "strategy", "precision"], sort=False)}
     portability = dict(zip(zip(frame["family"], frame["strategy"]), frame["portability"]))
@@ -183,8 +212,24 @@ def error_latency_chart(ratios: pd.DataFrame, colours: Dict[str, str]) -> Chart:
     return Chart(chart_id, title, caption, svg_text(figure, chart_id, title))
 
 
-def precision_view(frame: pd.DataFrame, colours: Dict[str, str]) -> PrecisionView:
-    """`frame`: every record; `colours`: each strategy's colour in the page's other charts."""
+def made_by(frame: pd.DataFrame, precisions: Sequence[str]) -> Tuple[MadeBy, ...]:
+    """Each precision on the page with the converters its records name (a runtime precision: the runtimes)."""
+    found = []
+    for name in precisions:
+        made = precision_of(name)
+        part = frame[frame["precision"] == name]
+        if made.made_by == RUNTIME:
+            makers = sorted({str(r) for r in part["runtime"] if isinstance(r, str) and r != CONVERTER})
+        else:
+            makers = sorted({str(c) for c in part["converter"] if isinstance(c, str) and c})
+        judged = "the precision it computes at" if made.tolerance == "runtime" else made.tolerance
+        found.append(MadeBy(name, made.what, ", ".join(makers) or "—", judged))
+    return tuple(found)
+
+
+def precision_view(frame: pd.DataFrame, colours: Dict[str, str], recipes: Tuple[RecipeRow, ...] = ()) -> PrecisionView:
+    """`frame`: every record; `colours`: each strategy's colour in the page's other charts; `recipes`: the
+    searches' answers (harness.report.recipes)."""
     converted = frame[frame["precision"] != FP32]
     precisions = tuple(sorted(set(converted["precision"]), key=precision_sort_key))
     ratios = with_fp32_ratio(frame)
@@ -198,4 +243,6 @@ def precision_view(frame: pd.DataFrame, colours: Dict[str, str]) -> PrecisionVie
         tolerances(),
         tuple(precision_rows(frame, precisions, ratios)),
         chart,
+        made_by(frame, precisions),
+        recipes,
     )

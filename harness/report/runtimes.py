@@ -14,7 +14,7 @@ from typing import Any, Dict, Iterable, List, Sequence, Tuple
 import pandas as pd
 
 from harness.record import Verdict
-from harness.report.table import CONVERSION, FP32
+from harness.report.table import FP32, MADE_BY_CONVERTER
 from harness.report.vocab import precision_sort_key, runtime_sort_key
 
 # The columns naming one cell of an environment, whatever runtime judged its graph.
@@ -99,7 +99,7 @@ def judged(frame: pd.DataFrame) -> pd.DataFrame:
     """
     table = frame[JUDGED_COLUMNS]
     is_own = table["own"].astype(bool)
-    conversion = table["kind"] == CONVERSION
+    conversion = table["kind"].isin(MADE_BY_CONVERTER)
     own = table[is_own].assign(carried=False)
     replays = table[~is_own & ~conversion]
     if replays.empty:

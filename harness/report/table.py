@@ -8,7 +8,7 @@ from typing import Any, Dict, Optional, Sequence
 
 import pandas as pd
 
-from harness.record import CellRecord, RecordKind, Verdict
+from harness.record import WORKING_SET, CellRecord, RecordKind, Verdict
 from harness.report.vocab import runtime_label
 
 # What a cell measures: eager PyTorch, its graph in ORT, the reference eager; and, under `rt`, its graph in the
@@ -19,9 +19,12 @@ FP32 = "fp32"  # the exported graph as is; other precisions are graphs converted
 # The records of conversions (kind `conversion`) that failed or did not apply: no runtime judged them, so the page
 # names their runtime CONVERTER. A conversion that made its graph leaves the verdict to the replays that judge it.
 EXPORT, REPLAY, CONVERSION = RecordKind.EXPORT.value, RecordKind.REPLAY.value, RecordKind.CONVERSION.value
+SEARCH = RecordKind.SEARCH.value  # a recipe search's answer: made by the converter, like a conversion
+MADE_BY_CONVERTER = (CONVERSION, SEARCH)
 CONVERTER = "converter"
-PARITY = ("max_abs", "max_rel", "atol", "rtol", "min_passing_atol", "mean_abs", "psnr")
-NUMERIC = PARITY + tuple(prefix + "_" + target for target in TARGETS for prefix in ("lat", "mem"))
+PARITY = ("max_abs", "max_rel", "atol", "rtol", "min_passing_atol", "mean_abs", "p99_abs", "psnr")
+# lat: median seconds; mem: footprint bytes; ws: working-set bytes (harness.record.Peak)
+NUMERIC = PARITY + tuple(prefix + "_" + target for target in TARGETS for prefix in ("lat", "mem", "ws"))
 COLUMNS = (
     "idx",
     "env",
@@ -58,6 +61,7 @@ COLUMNS = (
     "rtol",
     "min_passing_atol",
     "mean_abs",
+    "p99_abs",
     "psnr",
     "lat_eager",
     "mem_eager",
@@ -67,6 +71,10 @@ COLUMNS = (
     "mem_reference",
     "lat_rt",
     "mem_rt",
+    "ws_eager",
+    "ws_ort",
+    "ws_reference",
+    "ws_rt",
     "finished_at",
     "run_id",
 )
@@ -83,8 +91,9 @@ def operators_text(record: CellRecord) -> str:
 
 
 def made_its_graph(record: CellRecord) -> bool:
-    """A conversion that made its graph: no verdict of its own (the replays judge that graph on the ladder)."""
-    return record.kind == CONVERSION and record.verdict == Verdict.PASS
+    """A conversion that made its graph, or a search that found its recipe: no verdict of its own (the replays
+    judge that graph on the ladder; the recipes table shows the search)."""
+    return record.kind in MADE_BY_CONVERTER and record.verdict == Verdict.PASS
 
 
 def home_runtime(record: CellRecord) -> str:
@@ -96,7 +105,7 @@ def home_runtime(record: CellRecord) -> str:
 
 def runtime_of(record: CellRecord) -> str:
     """The runtime that judged the record's graph, as the page names it; CONVERTER for a conversion that failed."""
-    if record.kind == CONVERSION:
+    if record.kind in MADE_BY_CONVERTER:
         return CONVERTER
     return runtime_label(record.runtime.name, record.runtime.version)
 
@@ -144,6 +153,8 @@ def flat_row(index: int, record: CellRecord) -> Dict[str, Any]:
         timing, peak = record.latency.get(measured), record.memory.get(measured)
         row["lat_" + target] = number(timing.median_s) if timing else None
         row["mem_" + target] = number(peak.peak_bytes) if peak else None
+        working = record.memory.get(measured + WORKING_SET)
+        row["ws_" + target] = number(working.peak_bytes) if working else None
     row.update({"finished_at": record.finished_at, "run_id": record.run_id})
     return row
 

@@ -124,7 +124,7 @@ def _gain(old: Side, new: Side, old_name: str, new_name: str, latency_word: str)
             f"{latency_word} {format_seconds(before.latency_s)} → {format_seconds(after.latency_s)} ({change})"
         )
     if before.memory_bytes and after.memory_bytes:
-        parts.append(f"peak memory {format_ratio(after.memory_bytes / before.memory_bytes)}")
+        parts.append(f"memory footprint {format_ratio(after.memory_bytes / before.memory_bytes)}")
     return "; ".join(parts) if parts else "the same"
 
 

@@ -10,6 +10,7 @@ import re
 from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Sequence, Tuple
 
 from harness.record import FINGERPRINT_KEYS, Verdict, ladder_key, portability_rank
+from harness.record.precisions import PRECISION_NAMES
 
 
 class VerdictStyle(NamedTuple):
@@ -153,7 +154,7 @@ def strategy_sort_key(strategy: str, portability: str, is_reference: bool) -> Tu
 
 
 # The precisions a graph is judged at: the graph as exported, then the conversions people ship.
-PRECISION_ORDER: Tuple[str, ...] = ("fp32", "fp16", "int8-dynamic", "int8-static")
+PRECISION_ORDER: Tuple[str, ...] = PRECISION_NAMES
 
 
 def precision_sort_key(precision: str) -> Tuple[int, str]:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, ContextManager, Dict, Tuple
 
-from harness.judge.measure import peak_cuda_of, peak_rss_of, time_callable
+from harness.judge.measure import WORKING_SET_METHOD, Footprint, peak_cuda_of, time_callable, working_set_of
 from harness.judge.session import OrtSession
-from harness.record import Peak, Timing
+from harness.record import WORKING_SET, Peak, Timing
 from harness.worker.state import CellState
 
 
@@ -44,16 +44,52 @@ def latency_targets(s: CellState) -> Dict[str, Timing]:
 
 
 def memory_targets(s: CellState) -> Dict[str, Peak]:
+    """Per target its footprint and its working set (harness.record.Peak): eager's parameters and buffers plus one
+    call's growth, and that growth; a fresh onnxruntime session's growth from its creation through its first run, and
+    one run's with its arena off. On CUDA, device memory: torch's peak allocation, the session's free-memory delta."""
     import torch
 
-    on_cuda = s.cell.device == "cuda"
+    if s.cell.device == "cuda":
+        peaks = {}
+        for name, (fn, routing) in _eager_targets(s).items():
+            with routing():
+                peaks[name] = peak_cuda_of(fn, torch)
+        peaks["ort"] = ort_device_memory(s.session, s.inputs, torch)
+        return peaks
+    return dict(_eager_memory(s), **_ort_memory(s.session, s.inputs))
+
+
+def _eager_memory(s: CellState) -> Dict[str, Peak]:
+    models = {"eager": s.model, "reference": s.ref_model}
     peaks = {}
     for name, (fn, routing) in _eager_targets(s).items():
         with routing():
-            peaks[name] = peak_cuda_of(fn, torch) if on_cuda else peak_rss_of(fn)
-    session = s.session
-    peaks["ort"] = ort_device_memory(session, s.inputs, torch) if on_cuda else peak_rss_of(session.timed_call(s.inputs))
+            grown = working_set_of(fn, EAGER_WORKING_SET)
+        peaks[name + WORKING_SET] = grown
+        weights = _parameter_bytes(models[name])
+        total = None if grown.peak_bytes is None else weights + grown.peak_bytes
+        peaks[name] = Peak(total, EAGER_FOOTPRINT if total is not None else grown.method)
     return peaks
+
+
+EAGER_FOOTPRINT = "parameters and buffers, plus one call's rss-hwm growth"
+EAGER_WORKING_SET = "rss-hwm: one call's growth, after a warm-up call"
+
+
+def _parameter_bytes(model: Any) -> int:
+    tensors = list(model.parameters()) + list(model.buffers()) if hasattr(model, "parameters") else []
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def _ort_memory(session: OrtSession, inputs: tuple) -> Dict[str, Peak]:
+    """A fresh session's footprint, and a session's working set with its arena off: the graph the cell judged."""
+    footprint = Footprint()
+    fresh = OrtSession(session.blob, "cpu", session.threads, input_names=session.input_names)
+    fresh.run(inputs)
+    peak = footprint.peak()
+    del fresh
+    lean = OrtSession(session.blob, "cpu", session.threads, arena=False, input_names=session.input_names)
+    return {"ort": peak, "ort" + WORKING_SET: working_set_of(lean.timed_call(inputs), WORKING_SET_METHOD)}
 
 
 def ort_device_memory(session: OrtSession, inputs: tuple, torch: Any) -> Peak:

@@ -283,12 +283,13 @@
       panelBody.appendChild(stages);
     }
 
-    if (d.p) { // [max_abs, max_rel, atol, rtol, min_passing_atol, shapes_checked, mean_abs, psnr]
+    if (d.p) { // [max_abs, max_rel, atol, rtol, min_passing_atol, shapes_checked, mean_abs, psnr, p99_abs]
       var p = d.p;
       panelBody.appendChild(el("h3", { text: "Accuracy against eager PyTorch" }));
       panelBody.appendChild(kv([
         ["max abs difference", fmtNum(p[0])], ["max rel difference", fmtNum(p[1])],
         ["mean abs difference", p[6] === null || p[6] === undefined ? undefined : fmtNum(p[6])],
+        ["99th-percentile abs difference", p[8] === null || p[8] === undefined ? undefined : fmtNum(p[8])],
         ["PSNR", p[7] === null || p[7] === undefined ? undefined : p[7].toFixed(1) + " dB"],
         ["atol · rtol", fmtNum(p[2]) + " · " + fmtNum(p[3])],
         ["smallest passing atol", fmtNum(p[4])], ["shapes checked", p[5]],
@@ -316,7 +317,7 @@
     }
     var memTargets = Object.keys(d.m);
     if (memTargets.length) {
-      panelBody.appendChild(el("h3", { text: "Peak memory" }));
+      panelBody.appendChild(el("h3", { text: "Memory: footprint (weights, arena, first run) and working set (one run)" }));
       panelBody.appendChild(kv(memTargets.map(function (t) {
         var method = d.m[t][1] === null || d.m[t][1] === undefined ? null : DATA.strings[d.m[t][1]];
         return [t, fmtBytes(d.m[t][0]) + " (" + (method || "method unknown") + ")"];
