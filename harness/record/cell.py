@@ -1,7 +1,6 @@
 """One record per cell: the contract between the runner, which writes it, and the reporter, which reads it.
 
-`CellRecord.to_json()` is the only way a record is written and `CellRecord.from_json()` the only way one is
-read; records of an older schema are brought up to date by the migrations at the end of this module.
+`CellRecord.to_json()` writes a record and `CellRecord.from_json()` reads one, older schemas through migrations.py.
 """
 
 from __future__ import annotations
