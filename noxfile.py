@@ -15,6 +15,7 @@ import os
 import platform
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import nox
@@ -235,13 +236,18 @@ def convert(session: nox.Session) -> None:
     session.run(str(venv_python(venv)), "-m", "harness", "convert", *args, *session.posargs, env=environ, external=True)
 
 
+# The default matrix locates every fp32 mismatch (about 300) and the first converted ones within its time budget;
+# `nox -s diverge -- --budget 2000` locates them all (about 1200: 15 more minutes on this 2-core machine).
+DIVERGE_BUDGET = 400
+
+
 @nox.session(python=False)
 def diverge(session: nox.Session) -> None:
     """Where each mismatch first parts from a trusted run (harness diverge, budgeted, resumable): every runtime of the
     ladder traces the graphs it is trusted for, then every mismatching runtime locates its mismatches, an exporting
     environment's own onnxruntime where the ladder lacks its release. Arguments after -- go to each harness diverge."""
     common = ["--artifacts", str(ROOT / "artifacts"), "--results-dir", str(ROOT / "results"), *PARALLEL[:2]]
-    common += PARALLEL[4:]
+    common += PARALLEL[4:] + ["--budget", str(DIVERGE_BUDGET)]
     for phase in ("trace", "locate"):
         for runtime in CPU_RUNTIMES:
             _, venv, environ = _provision(session, runtime)
@@ -314,6 +320,10 @@ def _render(session: nox.Session, when: str, args=None, always: bool = False) ->
     if inputs and not always and page.exists() and _read(RENDERED_FROM) == inputs:
         session.log(f"page unchanged {when}: no results file changed since it was rendered ({_results_so_far()})")
         return
+    age = time.time() - page.stat().st_mtime if page.exists() else None
+    if not always and age is not None and age < PAGE_REFRESH_S:
+        session.log(f"page left for now {when}: rendered {age:.0f} s ago; `nox -s report` renders it at the end")
+        return
     try:
         venv = Provisioner(REPORT_ENV, log=session.log).venv()
     except UserError as exc:
@@ -334,6 +344,9 @@ def _render(session: nox.Session, when: str, args=None, always: bool = False) ->
         session.log(f"page rendered {when}: {page.relative_to(ROOT)} ({_results_so_far()})")
 
 
+# A long run refreshes its partial page at most this often; the report session (the last of `nox -s matrix`) always
+# renders it. Rendering every file takes about 20 s: after each of 15 sessions it would cost 5 minutes.
+PAGE_REFRESH_S = 300
 # What reports/index.html was last rendered from: its results files (name, size, time) and the reporter's code.
 RENDERED_FROM = ROOT / "reports" / ".rendered-from"
 
