@@ -143,6 +143,7 @@ def _run_matrix(session: nox.Session, env: str) -> None:
     _harness_run(session, venv, environ, name, plan)
     _render(session, f"after {env}")
     if not os.environ.get("MATRIX_NO_REPLAY"):  # once every environment has exported: convert, then every runtime
+        CHAIN["diverge"] = True  # the last session of the chain renders the page whatever its age
         session.notify("convert", posargs=[])
         for runtime in CPU_RUNTIMES:
             session.notify(f"replay(runtime='{runtime}')", posargs=[])
@@ -262,7 +263,7 @@ def diverge(session: nox.Session) -> None:
             args = ["--runtime", records_env_name(env), "--runtime-kind", "onnxruntime", *common, *session.posargs]
             session.log(f"diverge: locate in {env} (its onnxruntime {_environment(env).pin('onnxruntime')})")
             session.run(str(venv_python(venv)), "-m", "harness", "diverge", *args, env=environ, external=True)
-    _render(session, "after the divergences")
+    _render(session, "after the divergences", final=True)
 
 
 def _has_gpu() -> bool:
@@ -308,10 +309,11 @@ def report(session: nox.Session) -> None:
     _render(session, "", (session.posargs if mine else None) or None, always=True)
 
 
-def _render(session: nox.Session, when: str, args=None, always: bool = False) -> None:
+def _render(session: nox.Session, when: str, args=None, always: bool = False, final: bool = False) -> None:
     """The page from every results file so far (each session renders it, so a long run shows a partial page).
 
-    A session that changed no results file (a resumed run with nothing left to measure) keeps the page as it is.
+    A session that changed no results file (a resumed run with nothing left to measure) keeps the page as it is; in
+    a chain whose last session renders it (`final`), a page younger than PAGE_REFRESH_S is left for that one.
     """
     if os.environ.get("MATRIX_NO_REPORT") and not always:  # CI jobs per environment merge their results later
         return
@@ -321,8 +323,8 @@ def _render(session: nox.Session, when: str, args=None, always: bool = False) ->
         session.log(f"page unchanged {when}: no results file changed since it was rendered ({_results_so_far()})")
         return
     age = time.time() - page.stat().st_mtime if page.exists() else None
-    if not always and age is not None and age < PAGE_REFRESH_S:
-        session.log(f"page left for now {when}: rendered {age:.0f} s ago; `nox -s report` renders it at the end")
+    if CHAIN.get("diverge") and not (always or final) and age is not None and age < PAGE_REFRESH_S:
+        session.log(f"page left for now {when}: rendered {age:.0f} s ago; the divergences render it at the end")
         return
     try:
         venv = Provisioner(REPORT_ENV, log=session.log).venv()
@@ -347,6 +349,7 @@ def _render(session: nox.Session, when: str, args=None, always: bool = False) ->
 # A long run refreshes its partial page at most this often; the report session (the last of `nox -s matrix`) always
 # renders it. Rendering every file takes about 20 s: after each of 15 sessions it would cost 5 minutes.
 PAGE_REFRESH_S = 300
+CHAIN: dict = {}  # what `nox -s matrix` queued after the environments in this nox process
 # What reports/index.html was last rendered from: its results files (name, size, time) and the reporter's code.
 RENDERED_FROM = ROOT / "reports" / ".rendered-from"
 

@@ -67,7 +67,7 @@ class ConversionKind(Kind):
         out = results_path(args, RecordKind.CONVERSION, shard=shard)
         made = cls(args, jobs, out, "convert", code_hash(only=REPLAY_CODE), store, sources)
         if any(precision_of(p).searched_from for p in precisions):
-            made.noun = "recipe search"
+            made.noun = "recipe search"  # "234 recipe searches"
         return made
 
     def key(self, job: GraphJob) -> Key:

@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from harness import __version__
 from harness.campaign.keys import Key, done_keys
 from harness.campaign.pool import Job, Outcome, WorkerConfig, WorkerPool, new_run_id, now_iso
-from harness.campaign.progress import Progress
+from harness.campaign.progress import Progress, plural
 from harness.campaign.writer import ResultsWriter
 from harness.errors import ExitCode
 from harness.record import CellRecord, Verdict, set_aside_torn_lines
@@ -79,7 +79,7 @@ class Kind:
         return {}
 
     def announce(self, resumed: int, todo: int) -> str:
-        return f"{self.name}: {len(self.jobs)} {self.noun}s, {resumed} already in {self.out}, {todo} to run"
+        return f"{self.name}: {len(self.jobs)} {plural(self.noun)}, {resumed} already in {self.out}, {todo} to run"
 
     def summary(self) -> List[str]:
         """Lines after the counts: what this kind has to add (limits, stored graphs)."""
@@ -111,7 +111,9 @@ def drop_done(c: Campaign) -> Campaign:
     kind = c.kind
     moved, aside = set_aside_torn_lines(kind.out)
     if moved:
-        print(f"{kind.out}: {moved} torn line(s) moved to {aside}; their {kind.noun}s run again", file=sys.stderr)
+        print(
+            f"{kind.out}: {moved} torn line(s) moved to {aside}; their {plural(kind.noun)} run again", file=sys.stderr
+        )
     done = set() if kind.args.rerun else done_keys(kind.out, kind.record_key)
     c.todo = [j for j in kind.jobs if kind.key(j) not in done]
     c.resumed = len(kind.jobs) - len(c.todo)

@@ -71,7 +71,7 @@ class Progress:
         failures = ", ".join(f"{k} {v}" for k, v in sorted(self.verdicts.items()) if k != "pass") or "none"
         wall = time.monotonic() - self.start
         resumed = f" ({self.resumed} already done, skipped)" if self.resumed else ""
-        counts = f"{self.done} {self.noun}s{resumed}, {passes} pass; others: {failures}"
+        counts = f"{self.done} {plural(self.noun)}{resumed}, {passes} pass; others: {failures}"
         return f"{self.env_name}: {counts}; wall {_duration(wall)}"
 
     def close(self) -> None:
@@ -89,3 +89,8 @@ def _duration(seconds: float) -> str:
         return f"{minutes}m{secs:02d}s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h{minutes:02d}m"
+
+
+def plural(noun: str) -> str:
+    """ "cells", "graphs", "recipe searches": what the progress line and the summaries count."""
+    return noun + ("es" if noun.endswith(("s", "sh", "ch", "x")) else "s")
