@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
 import platform
 import shutil
@@ -249,21 +250,39 @@ def diverge(session: nox.Session) -> None:
     environment's own onnxruntime where the ladder lacks its release. Arguments after -- go to each harness diverge."""
     common = ["--artifacts", str(ROOT / "artifacts"), "--results-dir", str(ROOT / "results"), *PARALLEL[:2]]
     common += PARALLEL[4:] + ["--budget", str(DIVERGE_BUDGET)]
+    work = _diverge_plan(session, common)
     for phase in ("trace", "locate"):
         for runtime in CPU_RUNTIMES:
+            env = _environment(runtime)
+            if [env.runtime, env.pin(env.runtime)] not in work[phase]:
+                continue  # no graph to trace, or no mismatch to locate, in this runtime
             _, venv, environ = _provision(session, runtime)
-            args = ["--phase", phase, "--runtime", runtime, "--runtime-kind", _environment(runtime).runtime]
+            args = ["--phase", phase, "--runtime", runtime, "--runtime-kind", env.runtime]
             session.log(f"diverge: {phase} in {runtime}")
             run = [str(venv_python(venv)), "-m", "harness", "diverge", *args, *common, *session.posargs]
             session.run(*run, env=environ, external=True)
     ladder_versions = {_environment(r).pin("onnxruntime") for r in CPU_RUNTIMES}
     for env in CPU_ENVS:  # an exporting environment's own onnxruntime, judged only there
-        if _environment(env).pin("onnxruntime") not in ladder_versions:
+        own = _environment(env).pin("onnxruntime")
+        if own not in ladder_versions and ["onnxruntime", own] in work["locate"]:
             _, venv, environ = _provision(session, env, build_mmcv=False)
             args = ["--runtime", records_env_name(env), "--runtime-kind", "onnxruntime", *common, *session.posargs]
-            session.log(f"diverge: locate in {env} (its onnxruntime {_environment(env).pin('onnxruntime')})")
+            session.log(f"diverge: locate in {env} (its onnxruntime {own})")
             session.run(str(venv_python(venv)), "-m", "harness", "diverge", *args, env=environ, external=True)
     _render(session, "after the divergences", final=True)
+
+
+def _diverge_plan(session: nox.Session, common: list) -> dict:
+    """Which runtimes have work in each phase, read once (each harness process reads every results file)."""
+    newest = CPU_RUNTIMES[-1] if CPU_RUNTIMES else None
+    newest = next((r for r in reversed(CPU_RUNTIMES) if _environment(r).runtime == "onnxruntime"), newest)
+    _, venv, environ = _provision(session, newest)
+    args = ["--phase", "plan", "--runtime", newest, "--runtime-kind", "onnxruntime", *common, *session.posargs]
+    out = session.run(
+        str(venv_python(venv)), "-m", "harness", "diverge", *args, env=environ, external=True, silent=True
+    )
+    lines = [line for line in str(out or "").splitlines() if line.startswith("{")]
+    return json.loads(lines[-1]) if lines else {"trace": [], "locate": []}
 
 
 def _has_gpu() -> bool:

@@ -87,9 +87,10 @@ def add_diverge_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runtime-kind", default=None, help="onnxruntime or openvino (default: the one installed here)")
     p.add_argument(
         "--phase",
-        choices=("trace", "locate"),
+        choices=("plan", "trace", "locate"),
         default="locate",
-        help="trace: store this (trusted) runtime's intermediates; locate: find where this runtime's mismatches part",
+        help="trace: store this (trusted) runtime's intermediates; locate: find where this runtime's mismatches part; "
+        "plan: print which runtimes have work in each phase (JSON)",
     )
     p.add_argument(
         "--budget",

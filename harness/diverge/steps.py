@@ -11,6 +11,7 @@ load -> discover -> (TraceKind | LocateKind) -> drop_done -> open_results -> dec
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from dataclasses import dataclass, field
@@ -64,8 +65,19 @@ class Diverge:
 
 
 def diverge_command(args: argparse.Namespace) -> int:
+    if args.phase == "plan":
+        return pipeline(Diverge(args), (plan,))
     kind = TraceKind.of if args.phase == "trace" else LocateKind.of
     return pipeline(Diverge(args), (discover, load, kind, nothing_here, conduct))
+
+
+def plan(d: Diverge) -> int:
+    """Which runtimes have work in each phase, as one JSON line on stdout (`nox -s diverge` starts only those):
+    {"trace": [[name, version], ...], "locate": [...]}."""
+    found, _, _ = mismatches(judged_records(d.args.results_dir), d.args.budget)
+    phases = {"trace": sorted({m.trusted for m in found}), "locate": sorted({m.runtime for m in found})}
+    print(json.dumps({phase: [list(label) for label in labels] for phase, labels in phases.items()}))
+    return ExitCode.OK
 
 
 def nothing_here(kind: Kind) -> Any:

@@ -42,15 +42,20 @@ def replay_command(args: argparse.Namespace) -> int:
 
 
 def load(r: Replay) -> Replay:
-    """The stored graphs the selection names; each fp32 graph of a real model (tag `model`) also at each runtime
-    precision asked for."""
+    """The stored graphs the selection names; each static fp32 graph of a real model (tag `model`) also at each
+    runtime precision asked for (the precision a runtime computes at does not depend on the shape mode)."""
     r.store = ArtifactStore(artifacts_dir(r.args))
     at_runtime = [p for p in r.args.precision if p in RUNTIME_PRECISIONS]
     for manifest in stored_graphs(r.store):
         if not _selected(manifest, r.args):
             continue
         precisions = [manifest.precision] if not r.args.precision or manifest.precision in r.args.precision else []
-        if manifest.precision == "fp32" and "model" in (manifest.record.get("tags") or ()):
+        record = manifest.record
+        if (
+            manifest.precision == "fp32"
+            and "model" in (record.get("tags") or ())
+            and record.get("shape_mode") == "static"
+        ):
             precisions += at_runtime
         for precision in precisions:
             job = graph_job(r.store, manifest, precision)
