@@ -13,12 +13,15 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from harness.artifacts.store import ArtifactStore, Manifest, Sample
+from harness.artifacts.jobs import range_tolerance
+from harness.artifacts.store import MANIFEST, ArtifactStore, Manifest, Sample
 from harness.diverge.compare import CARRIERS, first_divergence, output_span
 from harness.diverge.trace import Exposed, Unexposable, read_trace, run_exposed, samples_of, store_trace, trace_path
 from harness.diverge.wire import Node, WireError, nodes
 from harness.judge import parity as parity_mod
 from harness.record import CellRecord, Divergence, RecordKind, Stage, Verdict
+from harness.record.precisions import RUNTIME, precision_of, stored_precision
+from harness.replay.judge import INFERENCE_TOLERANCE
 from harness.replay.runtimes import RuntimeAdapter
 
 TRACE_LIMIT_BYTES = 256 << 20  # one trusted run's intermediates, uncompressed: a benchmark-size graph's are more
@@ -86,7 +89,7 @@ def locate_job(
 ) -> CellRecord:
     """The first node of the mismatching graph to part from the trusted run, as a `divergence` record."""
     start = time.monotonic()
-    manifest = store.read(store.folder(mismatch.env, mismatch.cell_id, mismatch.precision) / "manifest.json")
+    manifest, adapter = _as_judged(store, mismatch, adapter)
     source = store.read(store.folder(mismatch.env, mismatch.cell_id, trusted_precision) / "manifest.json")
     base = Divergence(f"{trusted[0]} {trusted[1]}", trusted_precision)
     found, reason = _locate(store, manifest, source, trusted, stages, adapter, base)
@@ -95,6 +98,36 @@ def locate_job(
     return divergence_blank(mismatch, found, verdict, reason).with_(
         stages=(stage,), runtime_fingerprint=adapter.fingerprint()
     )
+
+
+def _as_judged(store: ArtifactStore, mismatch: CellRecord, adapter: RuntimeAdapter) -> Tuple[Manifest, Any]:
+    """The graph as the mismatching judgement saw it: its own, or for a runtime precision (runtime-bf16) the fp32
+    graph computed at that precision by the runtime, with that precision's tolerance."""
+    made = precision_of(mismatch.precision)
+    manifest = store.read(store.folder(mismatch.env, mismatch.cell_id, stored_precision(mismatch.precision)) / MANIFEST)
+    if made.made_by != RUNTIME:
+        return manifest, adapter
+    row = made.tolerance
+    if row == "runtime":
+        row = INFERENCE_TOLERANCE.get(mismatch.runtime_settings.get("inference_precision", ""), "fp32")
+    atol, rtol = range_tolerance(manifest, store, row)
+    return replace(manifest, atol=atol, rtol=rtol), AtHint(adapter, made.hint)
+
+
+class AtHint:
+    """A runtime that computes every graph it loads at one inference precision (None: its default)."""
+
+    def __init__(self, adapter: RuntimeAdapter, hint: Optional[str]) -> None:
+        self.adapter = adapter
+        self.hint = hint
+
+    def load(
+        self, path: str, threads: int, input_names: Sequence[str] = (), hint: Any = None, arena: bool = True
+    ) -> Any:
+        return self.adapter.load(path, threads, input_names, self.hint, arena)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.adapter, name)
 
 
 def _locate(
