@@ -238,9 +238,9 @@ def convert(session: nox.Session) -> None:
     session.run(str(venv_python(venv)), "-m", "harness", "convert", *args, *session.posargs, env=environ, external=True)
 
 
-# The default matrix locates every fp32 mismatch (about 300) and the first converted ones within its time budget;
+# The default matrix locates every fp32 mismatch (about 285) and the first converted ones within its time budget;
 # `nox -s diverge -- --budget 2000` locates them all (about 1200: 15 more minutes on this 2-core machine).
-DIVERGE_BUDGET = 400
+DIVERGE_BUDGET = 300
 
 
 @nox.session(python=False)
@@ -367,7 +367,7 @@ def _render(session: nox.Session, when: str, args=None, always: bool = False, fi
 
 # A long run refreshes its partial page at most this often; the report session (the last of `nox -s matrix`) always
 # renders it. Rendering every file takes about 20 s: after each of 15 sessions it would cost 5 minutes.
-PAGE_REFRESH_S = 300
+PAGE_REFRESH_S = 600
 CHAIN: dict = {}  # what `nox -s matrix` queued after the environments in this nox process
 # What reports/index.html was last rendered from: its results files (name, size, time) and the reporter's code.
 RENDERED_FROM = ROOT / "reports" / ".rendered-from"
