@@ -15,7 +15,7 @@ from conftest import keep_graph, unit_case
 from onnx import numpy_helper
 
 from harness.artifacts.command import convert_command
-from harness.artifacts.convert import NotApplicable, convert
+from harness.artifacts.convert import InvalidGraph, NotApplicable, check, convert
 from harness.artifacts.outcome import convert_job
 from harness.artifacts.store import ArtifactStore, graph_digest
 from harness.campaign.options import Options
@@ -296,3 +296,25 @@ def test_the_search_repairs_a_conversion_the_converter_wrote_invalid_onnx_for(tm
     assert record.recipe["options"] == {"symbolic": False} and record.recipe["conversions"] == 2
     searched = store.read(store.folder(ramp.env, ramp.cell_id, "fp16-recipe") / "manifest.json")
     assert replay_graph(searched, store, OnnxRuntime("ortnow"), OPTS).verdict is Verdict.PASS
+
+
+def test_a_graph_onnxruntime_cannot_type_is_the_converters_failure_where_only_the_plain_check_runs():
+    """A QuantizeLinear whose output_dtype contradicts its zero point, as onnxruntime's quantizer writes at opset 21+:
+    the plain check (what runs where the fp32 graph itself fails the full one) passes it, onnxruntime cannot type
+    it."""
+    x = onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [4])
+    y = onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [4])
+    nodes = [
+        onnx.helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], output_dtype=onnx.TensorProto.INT8),
+        onnx.helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"]),
+    ]
+    weights = [
+        numpy_helper.from_array(np.array(0.1, np.float32), "s"),
+        numpy_helper.from_array(np.array(0, np.uint8), "z"),
+    ]
+    graph = onnx.helper.make_graph(nodes, "quantized", [x], [y], weights)
+    blob = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 21)], ir_version=10)
+    with pytest.raises(
+        InvalidGraph, match=r"the quantizer wrote a graph onnxruntime 1\.\d+\.\d+ cannot type: .*output_dtype"
+    ):
+        check(blob.SerializeToString(), "the quantizer", full=False)

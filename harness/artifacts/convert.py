@@ -187,6 +187,29 @@ def check(graph: bytes, converter: str, full: bool = True) -> None:
         onnx.checker.check_model(onnx.load_from_string(graph), full_check=full)
     except Exception as exc:  # onnx raises ValidationError, InferenceError and others
         raise InvalidGraph(f"{converter} wrote invalid ONNX: {first_line(exc)}") from exc
+    typed_by_onnxruntime(graph, converter)
+
+
+# What onnxruntime says when a graph's types do not hold together (not a missing kernel, which is a runtime's):
+# the converter environment's onnxruntime is the newest, and its quantizer's own.
+TYPE_ERRORS = ("TypeInferenceError", "ShapeInferenceError", "Type Error:", "INVALID_GRAPH")
+
+
+def typed_by_onnxruntime(graph: bytes, converter: str) -> None:
+    """The type inference of the converter environment's onnxruntime, which onnx.checker does not always do (a
+    QuantizeLinear whose output_dtype contradicts its zero point passes the checker): where it refuses the types,
+    the graph is the converter's failure, not a runtime's load_failed."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3
+    try:
+        onnxruntime.InferenceSession(graph, sess_options=options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # onnxruntime raises its own Fail, InvalidGraph and others
+        text = first_line(exc)
+        if any(word in str(exc) for word in TYPE_ERRORS):
+            version = onnxruntime.__version__
+            raise InvalidGraph(f"{converter} wrote a graph onnxruntime {version} cannot type: {text}") from exc
 
 
 def source_checks(path: str) -> bool:
