@@ -197,13 +197,14 @@ TYPE_ERRORS = ("TypeInferenceError", "ShapeInferenceError", "Type Error:", "INVA
 
 
 def typed_by_onnxruntime(graph: bytes, converter: str) -> None:
-    """The type inference of the converter environment's onnxruntime, which onnx.checker does not always do (a
-    QuantizeLinear whose output_dtype contradicts its zero point passes the checker): where it refuses the types,
-    the graph is the converter's failure, not a runtime's load_failed."""
+    """The type inference of the converter environment's onnxruntime, without its graph optimisations (whose own bugs
+    are the runtime's): where it refuses the types the plain check let through, the graph is the converter's failure,
+    not a runtime's load_failed."""
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL  # typing, not speed
     try:
         onnxruntime.InferenceSession(graph, sess_options=options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime raises its own Fail, InvalidGraph and others

@@ -18,7 +18,7 @@ from harness.artifacts.convert import (
     make_conversion,
     store_converted,
 )
-from harness.artifacts.search import SEARCH_BUDGET, find_recipe
+from harness.artifacts.search import SEARCH_BUDGET, RuntimeRefused, find_recipe
 from harness.artifacts.store import ArtifactStore, Manifest
 from harness.judge.stages import first_line, message_of
 from harness.record import CellRecord, RecordKind, Runtime, Stage, Verdict, torch_free_fingerprint
@@ -51,7 +51,13 @@ def convert_job(store: ArtifactStore, manifest: Manifest, precision: str, budget
 
 
 def _searched(store: ArtifactStore, manifest: Manifest, precision: str, budget: int, start: float) -> CellRecord:
-    found = find_recipe(manifest, store, precision, budget)
+    try:
+        found = find_recipe(manifest, store, precision, budget)
+    except RuntimeRefused as why:
+        version = metadata.version("onnxruntime")
+        reason = f"search: onnxruntime {version} refuses the valid starting graph at load (its own failure): {why}"
+        record = conversion_record(manifest, precision, converter_of(precision), Verdict.NOT_APPLICABLE, reason)
+        return record.with_(kind=RecordKind.SEARCH.value)
     recipe = found.recipe
     stage = Stage("search", "ok" if found.passed else "failed", seconds=round(time.monotonic() - start, 4))
     if found.graph is not None:

@@ -36,6 +36,11 @@ from harness.judge.session import OrtSession
 from harness.record.precisions import SEARCH_BUDGET, precision_of
 
 
+class RuntimeRefused(Exception):
+    """The onnxruntime that judges the search refuses its starting graph, which the checker passed: no search can
+    be judged there, and the failure is that runtime's, not the converter's."""
+
+
 @dataclass
 class Trial:
     kept: Tuple[str, ...]
@@ -110,7 +115,11 @@ class Search:
                 self.trials.append(Trial(self.repaired, None, {}, f"InvalidGraph: {bad}"))
                 self.repaired += tuple(n for n in [node] + feeding[node] if n not in self.repaired)
                 continue
-            found = Trial(self.repaired, graph, self.judge(graph))
+            try:
+                judged = self.judge(graph)
+            except Exception as exc:  # onnxruntime refuses a valid graph: its own failure (the replays show it)
+                raise RuntimeRefused(str(exc).strip().splitlines()[0][:300]) from exc
+            found = Trial(self.repaired, graph, judged)
             self.trials.append(found)
             return found
 
