@@ -21,7 +21,7 @@ from harness.diverge.wire import Node, WireError, nodes
 from harness.judge import parity as parity_mod
 from harness.record import CellRecord, Divergence, RecordKind, Stage, Verdict
 from harness.record.precisions import RUNTIME, precision_of, stored_precision
-from harness.replay.judge import INFERENCE_TOLERANCE
+from harness.replay.judge import INFERENCE_TOLERANCE, replay_blank
 from harness.replay.runtimes import RuntimeAdapter
 
 TRACE_LIMIT_BYTES = 256 << 20  # one trusted run's intermediates, uncompressed: a benchmark-size graph's are more
@@ -41,25 +41,8 @@ def trace_job(store: ArtifactStore, manifest: Manifest, stages: Sequence[str], a
 
 
 def trace_blank(manifest: Manifest, adapter: RuntimeAdapter, verdict: Verdict, reason: Optional[str]) -> CellRecord:
-    exported = CellRecord.from_json(manifest.record)
-    return exported.with_(
-        kind=RecordKind.TRACE.value,
-        runtime=adapter.describe(),
-        runtime_fingerprint=adapter.fingerprint(),
-        artifact=manifest.digest,
-        precision=manifest.precision,
-        converter=manifest.converter,
-        verdict=verdict,
-        reason=reason,
-        stages=(),
-        parity=None,
-        eager_parity=None,
-        latency={},
-        memory={},
-        ort_providers=(),
-        ort_placement=None,
-        traceback=None,
-    )
+    """The stored graph as the trusted runtime saw it when it traced it: a replay's blank, of kind `trace`."""
+    return replay_blank(manifest, adapter, verdict, reason).with_(kind=RecordKind.TRACE.value)
 
 
 def divergence_blank(
