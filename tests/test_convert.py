@@ -15,7 +15,7 @@ from conftest import keep_graph, unit_case
 from onnx import numpy_helper
 
 from harness.artifacts.command import convert_command
-from harness.artifacts.convert import InvalidGraph, NotApplicable, check, convert
+from harness.artifacts.convert import TYPED, InvalidGraph, NotApplicable, check, convert
 from harness.artifacts.outcome import convert_job
 from harness.artifacts.store import ArtifactStore, graph_digest
 from harness.campaign.options import Options
@@ -317,4 +317,4 @@ def test_a_graph_onnxruntime_cannot_type_is_the_converters_failure_where_only_th
     with pytest.raises(
         InvalidGraph, match=r"the quantizer wrote a graph onnxruntime 1\.\d+\.\d+ cannot type: .*output_dtype"
     ):
-        check(blob.SerializeToString(), "the quantizer", full=False)
+        check(blob.SerializeToString(), "the quantizer", TYPED)

@@ -177,17 +177,22 @@ CONVERTERS: Dict[str, Convert] = {
 PRECISIONS = tuple(p for p in CONVERSIONS if p in CONVERTERS or precision_of(p).searched_from in CONVERTERS)
 
 
-def check(graph: bytes, converter: str, full: bool = True) -> None:
-    """onnx.checker's full check (types and shapes inferred through the graph): a graph it refuses is the
-    converter's. `full=False` where the fp32 graph itself fails the full check (its exporter's value_info): then
-    the plain check, and the types as the converter environment's onnxruntime infers them."""
+# How far a converted graph can be checked, by what its fp32 graph passes itself (a check the exporter's graph fails
+# says nothing of the converter): onnx.checker's full check, else the plain one and onnxruntime's typing, else the
+# plain one alone.
+FULL, TYPED, PLAIN = "full", "typed", "plain"
+
+
+def check(graph: bytes, converter: str, level: str = FULL) -> None:
+    """onnx.checker's full check (types and shapes inferred through the graph), or what `level` allows: a graph it
+    refuses is the converter's."""
     import onnx
 
     try:
-        onnx.checker.check_model(onnx.load_from_string(graph), full_check=full)
+        onnx.checker.check_model(onnx.load_from_string(graph), full_check=level == FULL)
     except Exception as exc:  # onnx raises ValidationError, InferenceError and others
         raise InvalidGraph(f"{converter} wrote invalid ONNX: {first_line(exc)}") from exc
-    if not full:  # the full check infers every type; the plain one does not, onnxruntime's loader does
+    if level == TYPED:  # the full check infers every type; the plain one does not, onnxruntime's loader does
         typed_by_onnxruntime(graph, converter)
 
 
@@ -214,15 +219,21 @@ def typed_by_onnxruntime(graph: bytes, converter: str) -> None:
             raise InvalidGraph(f"{converter} wrote a graph onnxruntime {version} cannot type: {text}") from exc
 
 
-def source_checks(path: str) -> bool:
-    """Whether the fp32 graph passes the full check itself."""
+def source_checks(path: str) -> str:
+    """How far the fp32 graph itself passes the checks (FULL, TYPED or PLAIN): its converted graphs are checked as
+    far, no further."""
     import onnx
 
     try:
         onnx.checker.check_model(onnx.load(path), full_check=True)
     except Exception:  # the exporter's own graph: its failure is not the converter's
-        return False
-    return True
+        try:
+            with open(path, "rb") as fh:
+                typed_by_onnxruntime(fh.read(), "the exporter")
+        except InvalidGraph:
+            return PLAIN
+        return TYPED
+    return FULL
 
 
 def convert(manifest: Manifest, store: ArtifactStore, precision: str) -> Manifest:
@@ -237,7 +248,7 @@ def make_conversion(manifest: Manifest, store: ArtifactStore, precision: str) ->
         raise NotApplicable("an integer-only graph: no float tensor to convert")
     path = str(store.graph_path(manifest))
     converted = CONVERTERS[precision](path, manifest, store)
-    check(converted.graph, converted.converter, full=source_checks(path))
+    check(converted.graph, converted.converter, source_checks(path))
     return converted
 
 

@@ -277,11 +277,11 @@ def find_recipe(manifest: Manifest, store: ArtifactStore, precision: str, budget
         fp32 = _read(path)
         nodes = graph_nodes(path)
 
-        full = source_checks(path)
+        level = source_checks(path)
 
         def convert(keep: Sequence[str], **options: Any) -> bytes:
             graph = make(path, manifest, store, keep, prepared=True, **options).graph
-            check(graph, converter_of(start), full)
+            check(graph, converter_of(start), level)
             return graph
 
         search = Search(fp32, manifest.input_names, cases, manifest.atol, manifest.rtol, convert, budget)
