@@ -221,16 +221,22 @@ def check_converters(converted, expect):
 
 
 def check_recipes(expect):
-    """Every strategy of the real STNs has an int8-static answer: a recipe that passes, or the search's best."""
-    searches = [r for r in load("convert", RecordKind.SEARCH) if r["kind"] == RecordKind.SEARCH.value]
+    """Every strategy of the real STNs whose graphs exported has an int8-static answer: a recipe that passes, the
+    search's best, or why there is none (the converter's failure, a runtime's refusal, an fp32 graph that misses)."""
+    records = load("convert", RecordKind.SEARCH)
+    searches = [r for r in records if r["kind"] == RecordKind.SEARCH.value]
     for case in ("stn", "stn_tutorial"):
         for strategy in ("native", "custom", "mmcv", "contrib"):
+            made = pick(records, env="torch1.8", case=case, strategy=strategy, precision="int8-static-weighted")
+            if not made:  # the strategy exported no graph of this case here (native on torch 1.8)
+                continue
             found = pick(searches, env="torch1.8", case=case, strategy=strategy, precision="int8-static-recipe")
-            answered = [r for r in found if r["verdict"] in ("pass", "mismatch", "not_applicable")]
-            recipes = [r for r in answered if r["verdict"] != "not_applicable"]
+            explained = all(r["recipe"] if r["verdict"] in ("pass", "mismatch") else r["reason"] for r in found)
+            budgets = {r["recipe"]["budget"] for r in found if r["verdict"] in ("pass", "mismatch")}
             expect(
-                found and len(answered) == len(found) and all(r["recipe"]["budget"] == 12 for r in recipes),
-                f"torch1.8 {case} {strategy}: an int8-static recipe search answered ({len(found)} graphs)",
+                found and explained and budgets <= {12},
+                f"torch1.8 {case} {strategy}: an int8-static recipe search answered ({len(found)} graphs: "
+                f"{', '.join(sorted(r['verdict'] for r in found))})",
             )
 
 
