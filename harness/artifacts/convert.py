@@ -11,6 +11,7 @@ own exception is its message; a precision that means nothing for a graph raises 
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 from dataclasses import replace
@@ -219,9 +220,10 @@ def typed_by_onnxruntime(graph: bytes, converter: str) -> None:
             raise InvalidGraph(f"{converter} wrote a graph onnxruntime {version} cannot type: {text}") from exc
 
 
-def source_checks(path: str) -> str:
+@functools.lru_cache(maxsize=64)
+def source_checks(path: str, digest: str) -> str:
     """How far the fp32 graph itself passes the checks (FULL, TYPED or PLAIN): its converted graphs are checked as
-    far, no further."""
+    far, no further. Once per graph (`digest`: its content) in a worker, whatever the precisions converted."""
     import onnx
 
     try:
@@ -248,7 +250,7 @@ def make_conversion(manifest: Manifest, store: ArtifactStore, precision: str) ->
         raise NotApplicable("an integer-only graph: no float tensor to convert")
     path = str(store.graph_path(manifest))
     converted = CONVERTERS[precision](path, manifest, store)
-    check(converted.graph, converted.converter, source_checks(path))
+    check(converted.graph, converted.converter, source_checks(path, manifest.graph))
     return converted
 
 

@@ -14,6 +14,7 @@ import os
 import re
 import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -274,10 +275,10 @@ def find_recipe(manifest: Manifest, store: ArtifactStore, precision: str, budget
     cases = evaluations(manifest, store)
     with tempfile.TemporaryDirectory() as tmp:
         path = prepared_path(str(store.graph_path(manifest)), start, tmp)
-        fp32 = _read(path)
+        fp32 = Path(path).read_bytes()
         nodes = graph_nodes(path)
 
-        level = source_checks(path)
+        level = source_checks(str(store.graph_path(manifest)), manifest.graph)  # the graph as exported
 
         def convert(keep: Sequence[str], **options: Any) -> bytes:
             graph = make(path, manifest, store, keep, prepared=True, **options).graph
@@ -351,8 +352,3 @@ def _answer(
     if graph is not None:
         recipe.update(speed_and_size(search.fp32, graph, input_names, inputs))
     return Found(graph, converter, recipe, found is not None)
-
-
-def _read(path: str) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read()
