@@ -298,6 +298,19 @@ def test_the_search_repairs_a_conversion_the_converter_wrote_invalid_onnx_for(tm
     assert replay_graph(searched, store, OnnxRuntime("ortnow"), OPTS).verdict is Verdict.PASS
 
 
+def test_a_converter_that_gives_up_leaves_the_working_directory_as_it_was(tmp_path, monkeypatch):
+    """onnxruntime's symbolic shape inference stops at the contrib op and saves what it reached into the working
+    directory (sym_shape_infer_temp.onnx and a uuid-named .data file): the converter runs in a folder of its own."""
+    store, fp32 = _stored_model(tmp_path / "store", Small(None))
+    ramp = _with_a_float_range(store, fp32)
+    work = tmp_path / "checkout"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    assert convert_job(store, ramp, "fp16").verdict is Verdict.CHECK_FAILED
+    assert convert_job(store, ramp, "fp16-recipe").verdict is Verdict.PASS
+    assert sorted(p.name for p in work.iterdir()) == []
+
+
 def test_a_graph_onnxruntime_cannot_type_is_the_converters_failure_where_only_the_plain_check_runs():
     """A QuantizeLinear whose output_dtype contradicts its zero point, as onnxruntime's quantizer writes at opset 21+:
     the plain check (what runs where the fp32 graph itself fails the full one) passes it, onnxruntime cannot type

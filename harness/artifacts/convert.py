@@ -11,6 +11,7 @@ own exception is its message; a precision that means nothing for a graph raises 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import tempfile
@@ -132,7 +133,8 @@ def pre_processed(path: str, out: str) -> str:
     inference, not the symbolic one the guide keeps for transformer models (it gives up on a CNN's dynamic axes)."""
     from onnxruntime.quantization import quant_pre_process
 
-    quant_pre_process(path, out, skip_symbolic_shape=True)
+    with scratch_cwd():
+        quant_pre_process(path, out, skip_symbolic_shape=True)
     return out
 
 
@@ -249,7 +251,8 @@ def make_conversion(manifest: Manifest, store: ArtifactStore, precision: str) ->
     if not _has_float_io(manifest, store):
         raise NotApplicable("an integer-only graph: no float tensor to convert")
     path = str(store.graph_path(manifest))
-    converted = CONVERTERS[precision](path, manifest, store)
+    with scratch_cwd():
+        converted = CONVERTERS[precision](path, manifest, store)
     check(converted.graph, converted.converter, source_checks(path, manifest.graph))
     return converted
 
@@ -274,6 +277,20 @@ def store_converted(
     )
     store.write(out, converted.graph)
     return out
+
+
+@contextlib.contextmanager
+def scratch_cwd() -> Iterator[str]:
+    """A converter works in a folder of its own: onnxruntime's symbolic shape inference, when it gives up, saves the
+    model it reached as sym_shape_infer_temp.onnx, its tensors in uuid-named .data files, in the working directory,
+    which would be the user's checkout. Paths handed to a converter are absolute (ArtifactStore's root is)."""
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="convert-") as tmp:
+        os.chdir(tmp)
+        try:
+            yield tmp
+        finally:
+            os.chdir(here)
 
 
 def tolerance(manifest: Manifest, store: ArtifactStore, precision: str) -> List[float]:

@@ -27,6 +27,7 @@ from harness.artifacts.convert import (
     check,
     converter_of,
     pre_processed,
+    scratch_cwd,
     source_checks,
     tolerance,
 )
@@ -281,7 +282,8 @@ def find_recipe(manifest: Manifest, store: ArtifactStore, precision: str, budget
         level = source_checks(str(store.graph_path(manifest)), manifest.graph)  # the graph as exported
 
         def convert(keep: Sequence[str], **options: Any) -> bytes:
-            graph = make(path, manifest, store, keep, prepared=True, **options).graph
+            with scratch_cwd():
+                graph = make(path, manifest, store, keep, prepared=True, **options).graph
             check(graph, converter_of(start), level)
             return graph
 

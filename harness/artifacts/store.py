@@ -103,7 +103,7 @@ class ArtifactStore:
     CACHE_BYTES = 256 << 20  # arrays kept decompressed: the inputs many graphs share are read once per replay
 
     def __init__(self, root: Path) -> None:
-        self.root = Path(root)
+        self.root = Path(root).absolute()  # a converter runs in a scratch working directory (convert.scratch_cwd)
         self._cache: collections.OrderedDict[str, np.ndarray] = collections.OrderedDict()
         self._cached_bytes = 0
 
