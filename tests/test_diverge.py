@@ -17,7 +17,7 @@ from harness.artifacts.store import ArtifactStore
 from harness.campaign.options import Options
 from harness.diverge.compare import counterparts, first_divergence, tensor_diff
 from harness.diverge.locate import locate_job, trace_job
-from harness.diverge.wire import Node, exposed, graph_outputs, nodes
+from harness.judge.wire import Node, exposed, graph_outputs, nodes
 from harness.plan.spec import CellSpec
 from harness.record import RecordKind, Verdict, read_results
 from harness.replay.judge import replay_graph

@@ -6,7 +6,7 @@ parameters, strategy and exporter, the static graph at the highest opset whose s
 converted graphs are judged by `harness replay` like the fp32 ones.
 
 ConversionKind (the conversions) -> conduct, then ConversionKind (the searches) -> conduct; each conduct is
-drop_done -> open_results -> decide -> execute -> summarise
+drop_done -> open_results -> decide -> share -> execute -> summarise
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import argparse
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-from harness.artifacts.convert import PRECISIONS, converter_of
-from harness.artifacts.jobs import GraphJob, graph_job, job_id, stored_graphs
+from harness.artifacts.convert import PRECISIONS, converter_of, store_like
+from harness.artifacts.jobs import GraphJob, graph_job, job_id, judgement_key, stored_graphs
 from harness.artifacts.outcome import conversion_record
 from harness.artifacts.store import ArtifactStore, Manifest
 from harness.campaign.chain import Kind, conduct, pipeline
@@ -90,6 +90,16 @@ class ConversionKind(Kind):
         return resume_key(
             job_id(record.env, record.cell_id, record.precision), depends_on, record.harness_version, record.code_hash
         )
+
+    def twin_key(self, job: GraphJob) -> Optional[str]:
+        return judgement_key(self.store, self.sources[job.cell_id], job.precision)
+
+    def as_twin(self, job: GraphJob, answer: CellRecord, first: GraphJob) -> CellRecord:
+        """The twin's record, and the graph `first`'s conversion stored, stored beside the twin's fp32 graph too."""
+        source, first_source = self.sources[job.cell_id], self.sources[first.cell_id]
+        if self.store.has(first_source.env, first_source.cell_id, job.precision):
+            store_like(source, self.store, job.precision, first_source)
+        return super().as_twin(job, answer, first)
 
     def blank(self, job: GraphJob, verdict: Verdict, reason: Optional[str]) -> CellRecord:
         return conversion_record(self.sources[job.cell_id], job.precision, converter_of(job.precision), verdict, reason)

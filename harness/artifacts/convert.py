@@ -22,7 +22,7 @@ from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Se
 import numpy as np
 
 from harness.artifacts.jobs import range_tolerance
-from harness.artifacts.store import ArtifactStore, Manifest, graph_digest
+from harness.artifacts.store import MANIFEST, ArtifactStore, Manifest, graph_digest
 from harness.judge.graph import describe_model
 from harness.judge.stages import first_line
 from harness.record.precisions import CONVERSIONS, precision_of
@@ -291,6 +291,16 @@ def scratch_cwd() -> Iterator[str]:
             yield tmp
         finally:
             os.chdir(here)
+
+
+def store_like(manifest: Manifest, store: ArtifactStore, precision: str, twin: Manifest) -> Manifest:
+    """`twin`'s conversion to `precision` (the same fp32 graph but for its exporter's version) stored as
+    `manifest`'s: the same converter on the same graph writes the same graph."""
+    converted = store.read(store.folder(twin.env, twin.cell_id, precision) / MANIFEST)
+    graph = store.graph_path(converted).read_bytes()
+    return store_converted(
+        manifest, store, precision, Converted(graph, converted.converter), converted.record.get("recipe")
+    )
 
 
 def tolerance(manifest: Manifest, store: ArtifactStore, precision: str) -> List[float]:

@@ -3,13 +3,15 @@ precision), named by its exporting cell and its precision."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
-from harness.artifacts.store import MANIFEST, ArtifactError, ArtifactStore, Manifest
+from harness.artifacts.store import MANIFEST, ArtifactError, ArtifactStore, Manifest, content_digest
 from harness.judge.parity import PRECISION_TOLERANCES
 
 
@@ -43,6 +45,16 @@ def graph_job(store: ArtifactStore, manifest: Manifest, precision: str) -> Graph
     text += "" if precision == "fp32" else f" {precision}"
     path = store.folder(manifest.env, manifest.cell_id, manifest.precision) / MANIFEST
     return GraphJob(str(path), manifest.env, manifest.cell_id, precision, text)
+
+
+def judgement_key(store: ArtifactStore, manifest: Manifest, precision: str) -> str:
+    """What judging (or converting) a stored graph at `precision` depends on: the graph's content (but for its
+    exporter's name and version), the input names, samples and tolerance. Two cells with one key, in two torch
+    releases whose exporter wrote the same graph, have one answer on a runtime."""
+    content = content_digest(store.graph_path(manifest).read_bytes())
+    samples = [asdict(s) for s in manifest.samples]
+    body = [content, list(manifest.input_names), manifest.atol, manifest.rtol, samples, manifest.converter, precision]
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
 def stored_graphs(store: ArtifactStore) -> List[Manifest]:

@@ -1,7 +1,7 @@
 """One campaign: a command's jobs, once it knows them, worked through by the steps every kind shares.
 
     a command's own tasks (load -> discover -> expand) -> its Kind -> drop_done -> open_results -> decide
-    -> execute -> summarise
+    -> share -> execute -> summarise
 
 Tasks are chained like nox's: each takes what the previous one returned, and an int ends the chain as the exit
 code. A kind (an export, a replay, a conversion) says only what is its own: its jobs, a job's id and key, its
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -70,6 +70,23 @@ class Kind:
         their own); all in `worker()` by default."""
         return [(self.worker(), jobs)]
 
+    def twin_key(self, job: Job) -> Optional[str]:
+        """What the job's answer depends on and nothing else, or None: jobs with one key are run once (`share`).
+        None by default: every job runs."""
+        return None
+
+    def as_twin(self, job: Job, answer: CellRecord, first: Job) -> CellRecord:
+        """`job`'s record from the answer its twin `first` got: what `first`'s worker measured, over `job`'s own
+        blank (its identity), naming `first` as the job judged with."""
+        mine = self.blank(job, answer.verdict, answer.reason)
+        theirs = self.blank(first, answer.verdict, answer.reason)
+        measured = {
+            f.name: getattr(answer, f.name)
+            for f in fields(CellRecord)
+            if getattr(answer, f.name) != getattr(theirs, f.name)
+        }
+        return mine.with_(**measured, judged_with=first.cell_id)
+
     def decided(self, job: Job) -> Optional[Tuple[Verdict, str]]:
         """A verdict known before any work (not applicable, with its reason), or None: the job runs."""
         return None
@@ -99,6 +116,7 @@ class Campaign:
     progress: Optional[Progress] = None
     harness_errors: int = 0
     interrupted: bool = False
+    twins: Dict[Any, List[Job]] = field(default_factory=dict)  # a job run, and the jobs its answer stands for
 
 
 def conduct(kind: Kind) -> int:
@@ -141,13 +159,30 @@ def decide(c: Campaign) -> Campaign:
     return c
 
 
+def share(c: Campaign) -> Campaign:
+    """Of the runnable jobs with one twin key, the first runs and its answer is every twin's (Kind.as_twin): the
+    same graph, inputs and tolerance on the same runtime would be measured again for nothing."""
+    first_of: Dict[str, Job] = {}
+    runnable: List[Job] = []
+    for job in c.runnable:
+        key = c.kind.twin_key(job)
+        if key is not None and key in first_of:
+            c.twins.setdefault(first_of[key], []).append(job)
+            continue
+        if key is not None:
+            first_of[key] = job
+        runnable.append(job)
+    c.runnable = runnable
+    return c
+
+
 def execute(c: Campaign) -> Campaign:
     """Each runnable job in a worker process; every record written as it ends; Ctrl-C stops cleanly."""
     kind = c.kind
     try:
         for config, jobs in kind.worker_groups(c.runnable) if c.runnable else ():
             pool = WorkerPool(config, size=kind.args.jobs, make_record=kind.blank)
-            pool.run(jobs, lambda o: write_outcome(c, o), lambda j: c.progress.started(j.label()))
+            pool.run(jobs, lambda o: write_answer(c, o), lambda j: c.progress.started(j.label()))
     except KeyboardInterrupt:
         c.interrupted = True
     finally:
@@ -169,7 +204,14 @@ def summarise(c: Campaign) -> int:
     return ExitCode.HARNESS_ERROR if c.harness_errors else ExitCode.OK
 
 
-CAMPAIGN_STEPS = (drop_done, open_results, decide, execute, summarise)
+CAMPAIGN_STEPS = (drop_done, open_results, decide, share, execute, summarise)
+
+
+def write_answer(c: Campaign, outcome: Outcome) -> None:
+    """A worker's answer, then its twins' records from it."""
+    write_outcome(c, outcome)
+    for twin in c.twins.pop(outcome.cell, ()):
+        write_outcome(c, Outcome(twin, c.kind.as_twin(twin, outcome.record, outcome.cell), now_iso(), 0.0), ran=False)
 
 
 def write_outcome(c: Campaign, outcome: Outcome, ran: bool = True) -> None:

@@ -14,7 +14,7 @@ from typing import Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-from harness.diverge.wire import Node
+from harness.judge.wire import Node
 
 # Nodes that hand on a value under a new name (a converter's insertions) and may be compared with what they carry.
 CARRIERS = ("Cast", "DequantizeLinear", "Identity")

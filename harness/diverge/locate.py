@@ -17,8 +17,8 @@ from harness.artifacts.jobs import range_tolerance
 from harness.artifacts.store import MANIFEST, ArtifactStore, Manifest, Sample
 from harness.diverge.compare import CARRIERS, first_divergence, output_span
 from harness.diverge.trace import Exposed, Unexposable, read_trace, run_exposed, samples_of, store_trace, trace_path
-from harness.diverge.wire import Node, WireError, nodes
 from harness.judge import parity as parity_mod
+from harness.judge.wire import Node, WireError, nodes
 from harness.record import CellRecord, Divergence, RecordKind, Stage, Verdict
 from harness.record.precisions import RUNTIME, precision_of, stored_precision
 from harness.replay.judge import INFERENCE_TOLERANCE, replay_blank

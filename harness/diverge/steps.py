@@ -5,7 +5,8 @@
     --phase locate  in the mismatching runtime's environment: each of its mismatches run the same way and compared,
                     tensor by tensor in the graph's order, with the trusted run (results/diverge-R.jsonl)
 
-load -> discover -> (TraceKind | LocateKind) -> drop_done -> open_results -> decide -> execute -> summarise
+load -> discover -> (TraceKind | LocateKind) -> drop_done -> open_results -> decide -> share -> execute
+-> summarise
 """
 
 from __future__ import annotations

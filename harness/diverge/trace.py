@@ -5,7 +5,7 @@
 
 The arrays are content-addressed like the graph's samples, so an input set's intermediates shared by many mismatches
 (one graph judged wrong by OpenVINO 2023 and 2026) are computed and stored once. Torch- and onnx-free: this runs in
-runtime environments (the graph is edited at the wire level, harness.diverge.wire).
+runtime environments (the graph is edited at the wire level, harness.judge.wire).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from harness.artifacts.store import ArtifactStore, Manifest, Sample
-from harness.diverge.wire import exposed, graph_outputs
+from harness.judge.wire import exposed, graph_outputs
 from harness.replay.runtimes import RuntimeAdapter
 
 TRACES = "traces"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import platform
 import shutil
 import subprocess
@@ -160,7 +161,12 @@ class Provisioner:
         # one resolve for every pin: installing mmcv's runtime pins after the extras would move a shared
         # dependency (packaging) under the test tools and print a resolver conflict
         runtime = list(self.env.mmcv.runtime) if self.env.mmcv else []
-        self._check(pip + ["install", "-q"] + index + list(self.env.pins) + runtime + list(self.extra))
+        # the pins are exact and the pins check proves them on the index: a machine's constraint file (one
+        # capping torch below the newest release, say) has nothing to add but a refusal
+        self._check(
+            pip + ["install", "-q"] + index + list(self.env.pins) + runtime + list(self.extra),
+            env=dict(os.environ, PIP_CONSTRAINT=os.devnull),
+        )
         stamp.write_text("\n".join(self.env.pins) + "\n")
         self.log(f"{self.env.name}: pins installed in {time.monotonic() - start:.0f} s")
         return venv
@@ -210,8 +216,9 @@ class Provisioner:
         if found:
             self.log(f"{self.env.name}: mmcv cache hit: {found[0]}")
         elif failed.exists():
+            said = failed.read_text().strip()
             self._mark_unavailable(
-                venv, f"{mmcv.spec} failed to build before (log: {log_path}); delete {failed} to try again"
+                venv, f"{mmcv.spec} failed to build before ({said}; log: {log_path}); delete {failed} to try again"
             )
             return
         else:
@@ -256,8 +263,12 @@ class Provisioner:
             )
             built = sorted(Path(tmp).glob("*.whl"))
             if result.returncode != 0 or not built:
-                failed.write_text(f"exit {result.returncode}\n")
-                self._mark_unavailable(venv, f"{mmcv.spec} failed to build (exit {result.returncode}); log: {log_path}")
+                said = first_build_error(log_path)
+                failed.write_text(f"exit {result.returncode}" + (f": {said}" if said else "") + "\n")
+                self._mark_unavailable(
+                    venv, f"{mmcv.spec} failed to build (exit {result.returncode}{': ' + said if said else ''}); "
+                    f"log: {log_path}"
+                )
                 return []
             if built[0].name.endswith("none-any.whl"):
                 failed.write_text("built without compiled ops\n")
@@ -276,6 +287,21 @@ class Provisioner:
     def mmcv_unavailable_reason(self, venv: Path) -> Optional[str]:
         path = self.unavailable_file(venv)
         return path.read_text().strip() if path.exists() else None
+
+
+def first_build_error(log_path: Path) -> str:
+    """The compiler's (or setup.py's) first error in a build log, its file named without the folders: what a
+    user reads first ("ATen.h:9:2: error: #error C++20 or later compatible compiler is required to use ATen.")."""
+    try:
+        lines = log_path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    for line in lines:
+        text = line.strip()
+        if re.search(r"(^|: )(fatal )?error[: ]", text) and "subprocess-exited-with-error" not in text:
+            head, _, rest = text.partition(": ")
+            return (os.path.basename(head) + ": " + rest if rest else text)[:240]
+    return ""
 
 
 def msvc_build_environment(environ: Mapping[str, str], torch_version: Optional[str]) -> Dict[str, str]:

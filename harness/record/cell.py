@@ -137,6 +137,7 @@ class CellRecord:
     recipe: Optional[Dict[str, Any]] = None  # a searched recipe: the nodes kept float, its budget, what it reached
     runtime_settings: Dict[str, str] = field(default_factory=dict)  # what the runtime chose ("inference_precision")
     artifact: str = ""  # digest of the stored graph and its samples (harness.artifacts), "" when none was kept
+    judged_with: str = ""  # the job judged on its behalf: the same graph, inputs and tolerance (campaign.chain.share)
     portability: str = "standard"
     tags: Tuple[str, ...] = ()
     # what kind of job wrote it, where and when

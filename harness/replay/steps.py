@@ -1,7 +1,8 @@
 """`python -m harness replay`: the replay campaign. Its own tasks find the stored graphs and this runtime; the
 shared steps (harness.campaign.chain) judge them.
 
-load -> discover -> select -> ReplayKind -> drop_done -> open_results -> decide -> execute -> summarise
+load -> discover -> select -> ReplayKind -> drop_done -> open_results -> decide -> share -> execute
+-> summarise
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
-from harness.artifacts.jobs import GraphJob, graph_job, job_id, stored_graphs
+from harness.artifacts.jobs import GraphJob, graph_job, job_id, judgement_key, stored_graphs
 from harness.artifacts.store import ArtifactStore, Manifest
 from harness.campaign.chain import Kind, conduct, pipeline
 from harness.campaign.files import results_path, worker_log
@@ -118,6 +119,9 @@ class ReplayKind(Kind):
         return resume_key(
             job_id(record.env, record.cell_id, record.precision), depends_on, record.harness_version, record.code_hash
         )
+
+    def twin_key(self, job: GraphJob) -> Optional[str]:
+        return judgement_key(self.replay.store, self.replay.manifests[job.cell_id], job.precision)
 
     def blank(self, job: GraphJob, verdict: Verdict, reason: Optional[str]) -> CellRecord:
         return replay_blank(self.replay.manifests[job.cell_id], self.replay.adapter, verdict, reason, job.precision)

@@ -1,7 +1,8 @@
 """`python -m harness run`: the export campaign. Its own tasks find the cells; the shared steps
 (harness.campaign.chain) run them.
 
-load -> discover -> expand_cells -> ExportKind -> drop_done -> open_results -> decide -> execute -> summarise
+load -> discover -> expand_cells -> ExportKind -> drop_done -> open_results -> decide -> share -> execute
+-> summarise
 """
 
 from __future__ import annotations
