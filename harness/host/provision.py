@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import glob
 import os
-import re
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -266,8 +266,9 @@ class Provisioner:
                 said = first_build_error(log_path)
                 failed.write_text(f"exit {result.returncode}" + (f": {said}" if said else "") + "\n")
                 self._mark_unavailable(
-                    venv, f"{mmcv.spec} failed to build (exit {result.returncode}{': ' + said if said else ''}); "
-                    f"log: {log_path}"
+                    venv,
+                    f"{mmcv.spec} failed to build (exit {result.returncode}{': ' + said if said else ''}); "
+                    f"log: {log_path}",
                 )
                 return []
             if built[0].name.endswith("none-any.whl"):
