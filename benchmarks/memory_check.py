@@ -6,7 +6,7 @@ harness code in that process).
 
 For each replayed fp32 graph of the selection (static, the highest opset): the record's footprint and working set
 beside the fresh process's, once the runtime is initialised by a one-node graph (its own baseline, shown apart: a
-replay worker pays it once, for its first graph)
+replay worker's zygote pays it once, before its first graph)
   - footprint: its resident set after the session's first run minus before the session was created, and
   - working set: the peak of its resident set, sampled every 0.2 ms by a thread while a session with its arena off
     runs once (after a warm-up run), minus the resident set before that run.
@@ -60,9 +60,6 @@ warm = ort.InferenceSession(tiny, providers=["CPUExecutionProvider"])
 warm.run(None, {"x": np.zeros((1,), np.float32)})
 del warm
 baseline = rss() - start
-first, feed = session(True)  # this graph's kernels paged in once, as a worker's earlier graphs have
-first.run(None, feed)
-del first
 trim()
 before = rss()
 s, feed = session(True)

@@ -206,7 +206,8 @@ def test_page_summary(page: Page) -> None:
     assert page.skipped == 1
     assert page.migrated == "581 of schema 1"
     assert page.references == "native for grid_sample, resize, layernorm, gelu; eager for control_flow"
-    assert page.upgrade_default == ("torch1.8", "torch2")
+    assert page.envs == ("torch1.8", "torch1.12", "torch2")
+    assert page.upgrade_default == ("torch1.12", "torch2")  # the newest step: the upgrade a user takes next
     assert {lg.name: lg.count for lg in page.legend}["harness_error"] == 1
     assert [f.dim for f in page.filters] == [
         "family",

@@ -7,12 +7,13 @@ import hashlib
 import json
 import sys
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from harness.artifacts.store import MANIFEST, ArtifactError, ArtifactStore, Manifest, content_digest
 from harness.judge.parity import PRECISION_TOLERANCES
+from harness.judge.wire import WireError
 
 
 @dataclass(frozen=True)
@@ -47,11 +48,15 @@ def graph_job(store: ArtifactStore, manifest: Manifest, precision: str) -> Graph
     return GraphJob(str(path), manifest.env, manifest.cell_id, precision, text)
 
 
-def judgement_key(store: ArtifactStore, manifest: Manifest, precision: str) -> str:
+def judgement_key(store: ArtifactStore, manifest: Manifest, precision: str) -> Optional[str]:
     """What judging (or converting) a stored graph at `precision` depends on: the graph's content (but for its
     exporter's name and version), the input names, samples and tolerance. Two cells with one key, in two torch
-    releases whose exporter wrote the same graph, have one answer on a runtime."""
-    content = content_digest(store.graph_path(manifest).read_bytes())
+    releases whose exporter wrote the same graph, have one answer on a runtime. None for a file that is no model
+    (its own job says what is wrong with it)."""
+    try:
+        content = content_digest(store.graph_path(manifest).read_bytes())
+    except (OSError, WireError):
+        return None
     samples = [asdict(s) for s in manifest.samples]
     body = [content, list(manifest.input_names), manifest.atol, manifest.rtol, samples, manifest.converter, precision]
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()

@@ -136,6 +136,10 @@ def peak_rss_of(fn: Callable[[], Any]) -> Peak:
 
 FOOTPRINT_METHOD = "rss-hwm: from before the session is created through its first run"
 WORKING_SET_METHOD = "rss-hwm: one run with the arena off, after a warm-up run"
+# The same, in a process forked from a fresh runtime (harness.judge.zygote): as a deployer's process has them
+FRESH = "rss-hwm in a process forked from a fresh runtime: "
+FRESH_FOOTPRINT_METHOD = FRESH + "from before the session is created through its first run"
+FRESH_WORKING_SET_METHOD = FRESH + "one run with the arena off, after a warm-up run"
 
 
 class Footprint:
@@ -147,13 +151,13 @@ class Footprint:
         self.reset = _reset_hwm()
         self.before = _status_kib("VmRSS")
 
-    def peak(self) -> Peak:
+    def peak(self, method: str = FOOTPRINT_METHOD) -> Peak:
         hwm = _status_kib("VmHWM")
         if not self.reset:
             return Peak(None, "unavailable: no resettable high-water mark (Linux's /proc/self/clear_refs) here")
         if self.before is None or hwm is None:
             return Peak(None, "unavailable: /proc/self/status unreadable")
-        return Peak(max(0, hwm - self.before) * 1024, FOOTPRINT_METHOD)
+        return Peak(max(0, hwm - self.before) * 1024, method)
 
 
 def working_set_of(fn: Callable[[], Any], method: str = WORKING_SET_METHOD) -> Peak:

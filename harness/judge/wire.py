@@ -152,3 +152,23 @@ def exposed(model: bytes, only: Optional[Sequence[str]] = None) -> Tuple[bytes, 
     for number, wire, _, raw in fields(model):
         out += _bytes_field(7, graph + extra) if number == 7 and wire == 2 else raw
     return out, added
+
+
+def _varint_field(number: int, value: int) -> bytes:
+    return _encode_varint(number << 3) + _encode_varint(value)
+
+
+def tiny_model() -> bytes:
+    """A one-node model, y = x + x over one float32 (opset 13, IR 7): what initialises a runtime before the graph
+    measured, written here because a runtime environment has no `onnx` to write it with."""
+
+    def value_info(name: str) -> bytes:
+        dim = _bytes_field(1, _varint_field(1, 1))  # TensorShapeProto.dim {dim_value: 1}
+        tensor = _varint_field(1, 1) + _bytes_field(2, dim)  # elem_type FLOAT, shape
+        return _bytes_field(1, name.encode()) + _bytes_field(2, _bytes_field(1, tensor))
+
+    node = _bytes_field(1, b"x") + _bytes_field(1, b"x") + _bytes_field(2, b"y") + _bytes_field(4, b"Add")
+    graph = _bytes_field(1, node) + _bytes_field(2, b"tiny")
+    graph += _bytes_field(11, value_info("x")) + _bytes_field(12, value_info("y"))
+    opset = _bytes_field(1, b"") + _varint_field(2, 13)
+    return _varint_field(1, 7) + _bytes_field(7, graph) + _bytes_field(8, opset)

@@ -4,6 +4,7 @@ latency, memory; same tolerance, same comparison, same timer and memory probe.""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -12,8 +13,17 @@ from harness.artifacts.jobs import range_tolerance
 from harness.artifacts.store import ArtifactStore, Manifest, Sample
 from harness.campaign.options import Options
 from harness.judge import parity as parity_mod
-from harness.judge.measure import WORKING_SET_METHOD, Footprint, time_callable, working_set_of
+from harness.judge.measure import (
+    FOOTPRINT_METHOD,
+    FRESH_FOOTPRINT_METHOD,
+    FRESH_WORKING_SET_METHOD,
+    WORKING_SET_METHOD,
+    Footprint,
+    time_callable,
+    working_set_of,
+)
 from harness.judge.stages import StageFailed, StageSpec, walk
+from harness.judge.zygote import in_child
 from harness.record import WORKING_SET, CellRecord, Parity, Peak, RecordKind, Verdict
 from harness.record.precisions import RUNTIME, precision_of
 from harness.replay.runtimes import Loaded, RuntimeAdapter
@@ -72,7 +82,9 @@ INFERENCE_TOLERANCE = {"f32": "fp32", "bf16": "bf16", "f16": "fp16"}
 def run(s: ReplayState) -> None:
     s.first = s.graph.run(s.inputs(s.samples("parity")[0]))
     if s.opts.memory and s.adapter.device == "cpu":
-        s.found["memory"] = {s.adapter.target: s.footprint.peak()}
+        s.found["memory"] = {
+            s.adapter.target: s.footprint.peak(FRESH_FOOTPRINT_METHOD if in_child() else FOOTPRINT_METHOD)
+        }
 
 
 def parity(s: ReplayState) -> None:
@@ -121,7 +133,8 @@ def memory(s: ReplayState) -> None:
     inputs = s.inputs(s.samples("parity")[0])
     path = str(s.store.graph_path(s.manifest))
     if s.adapter.name == "onnxruntime":
-        lean, method = s.adapter.load(path, s.opts.threads, s.manifest.input_names, arena=False), WORKING_SET_METHOD
+        lean = s.adapter.load(path, s.opts.threads, s.manifest.input_names, arena=False)
+        method = FRESH_WORKING_SET_METHOD if in_child() else WORKING_SET_METHOD
     else:
         lean, method = s.graph, OPENVINO_WORKING_SET
     s.found.setdefault("memory", {})[target + WORKING_SET] = working_set_of(lean.call(inputs), method)
@@ -168,6 +181,11 @@ def replay_blank(
         ort_placement=None,
         traceback=None,
     )
+
+
+def replay_stored(manifest: Manifest, root: Path, adapter: RuntimeAdapter, opts: Options, precision: str) -> CellRecord:
+    """replay_graph over the artifacts folder at `root`: what a zygote's child is sent (a store's cache stays home)."""
+    return replay_graph(manifest, ArtifactStore(root), adapter, opts, precision)
 
 
 def replay_graph(

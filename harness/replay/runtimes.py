@@ -3,13 +3,17 @@ hand the timer a call. onnxruntime and OpenVINO; neither torch nor onnx is impor
 
 from __future__ import annotations
 
+import os
 import platform
+import tempfile
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from harness.errors import UserError
 from harness.judge.session import OrtSession, by_name
+from harness.judge.wire import tiny_model
+from harness.judge.zygote import Zygote
 from harness.record import Fingerprint, Runtime, dist_version, torch_free_fingerprint
 
 
@@ -37,6 +41,19 @@ class RuntimeAdapter:
         self.device = device
         self.version = dist_version(*self.distributions())
         self._fingerprint: Optional[Fingerprint] = None
+        self.zygote: Optional[Zygote] = None  # where memory is measured, when a worker started one (fresh_memory)
+
+    def __getstate__(self) -> Dict[str, Any]:
+        """Sent to the zygote's child as it is, but for the zygote itself."""
+        return dict(self.__dict__, zygote=None)
+
+    def initialise(self) -> None:
+        """The runtime as a process has it once it has run one tiny graph (its own start-up paid)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "tiny.onnx")
+            with open(path, "wb") as fh:
+                fh.write(tiny_model())
+            self.load(path, 1, ("x",)).run([np.zeros((1,), np.float32)])
 
     def distributions(self) -> Tuple[str, ...]:
         raise NotImplementedError

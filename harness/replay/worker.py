@@ -21,18 +21,33 @@ def main(argv: Optional[List[str]] = None) -> int:
     def make() -> Callable[[Dict[str, Any]], Dict[str, Any]]:
         from harness.artifacts.store import ArtifactStore
         from harness.campaign.options import Options
+        from harness.judge.zygote import Zygote, ZygoteError
         from harness.record import Verdict
-        from harness.replay.judge import replay_blank, replay_graph
+        from harness.replay.judge import replay_blank, replay_graph, replay_stored
         from harness.replay.runtimes import adapter_for
 
         opts = Options.from_json(args.options)
         adapter = adapter_for(args.runtime_kind, args.env, args.device)
+        if opts.memory and adapter.name == "onnxruntime" and adapter.device == "cpu":
+            # before any graph: each graph is judged in a process forked from the fresh runtime, so that its
+            # footprint is a deployer's process's, whatever this worker judged before
+            adapter.zygote = Zygote.start(adapter.initialise)
         store = ArtifactStore(Path(opts.artifacts_dir or "artifacts"))
+
+        def judged(manifest: Any, precision: str) -> Any:
+            """In a child of the zygote where there is one; a child that died is judged here again, so that a graph
+            that crashes the runtime crashes this worker, and the pool records it, as without a zygote."""
+            if adapter.zygote is not None:
+                try:
+                    return adapter.zygote.call(replay_stored, manifest, store.root, adapter, opts, precision)
+                except ZygoteError:
+                    pass
+            return replay_graph(manifest, store, adapter, opts, precision)
 
         def answer(job: Dict[str, Any]) -> Dict[str, Any]:
             manifest = store.read(Path(job["manifest"]))
             try:
-                return replay_graph(manifest, store, adapter, opts, job["precision"]).to_json()
+                return judged(manifest, job["precision"]).to_json()
             except Exception:  # a bug of ours outside the stages: the graph's record says so
                 text = traceback.format_exc()
                 reason = text.strip().splitlines()[-1][:300]

@@ -146,6 +146,13 @@ class Page:
     export_times: ExportTimes = ExportTimes((), "")
 
 
+def newest_upgrade(envs: Sequence[str]) -> Tuple[str, str]:
+    """The upgrade the page opens on: to the newest torch from the one before it (the step a user takes next)."""
+    if not envs:
+        return ("", "")
+    return (envs[-2] if len(envs) > 1 else envs[0], envs[-1])
+
+
 def env_order(frame: pd.DataFrame, records: Sequence[CellRecord]) -> List[str]:
     """Environments from the oldest torch to the newest (then by name): the upgrade view's direction."""
     torch: Dict[str, Counter] = {}
@@ -337,7 +344,7 @@ def build_page(loaded: Loaded, title: str = "onnx-compat-matrix") -> Page:
             advice, everywhere, envs, matrix.row_labels(records), homes(frame), groups, recipe_rows(loaded.records)
         ),
         envs=tuple(envs),
-        upgrade_default=(envs[0], envs[-1]) if envs else ("", ""),
+        upgrade_default=newest_upgrade(envs),
         runtime_choices=tuple(choices),
         ladder=where,
         divergence=divergence_view(side),
