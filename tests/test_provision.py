@@ -95,6 +95,21 @@ def test_a_windows_mmcv_build_links_with_msvc_and_compiles_torch_2_13_headers_as
     assert msvc_build_environment({"PATH": str(git)}, "1.8.1") == {}  # no cl, torch 1.8: nothing to change
 
 
+def test_an_mmcv_build_against_torch_2_15_compiles_as_cpp20_whatever_its_setup_asks(tmp_path):
+    """mmcv 2.2.0's setup.py passes -std=c++17, and torch 2.15's headers need C++20: the wrapper's flag comes last."""
+    from harness.host.provision import gnu_build_environment
+
+    assert gnu_build_environment({}, "2.13.0", tmp_path) == {}  # its headers build as C++17
+    env = gnu_build_environment({}, "2.15.0", tmp_path)
+    source = tmp_path / "spaceship.cpp"
+    source.write_text("#include <compare>\nint main() { return (1 <=> 2) < 0 ? 0 : 1; }\n")
+    built = subprocess.run([env["CXX"], "-std=c++17", str(source), "-o", str(tmp_path / "a")], capture_output=True)
+    assert built.returncode == 0, built.stderr.decode()
+    plain = subprocess.run(["c++", "-std=c++17", str(source), "-o", str(tmp_path / "b")], capture_output=True)
+    assert plain.returncode != 0  # C++17 has no <=>: the wrapper is what makes it build
+    assert gnu_build_environment(env, "2.15.0", tmp_path) == env  # its own CXX is not wrapped twice
+
+
 def test_a_missing_interpreter_names_the_install_command():
     with pytest.raises(UserError, match=r"pyenv install 3\.2"):
         find_python("3.2")

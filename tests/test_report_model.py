@@ -238,3 +238,23 @@ def test_dumps_lines_puts_each_cell_on_its_own_line() -> None:
     text = matrix.dumps_lines({"a": 1, "cells": [[1, 2], [3]], "details": []}, json.dumps)
     assert json.loads(text) == {"a": 1, "cells": [[1, 2], [3]], "details": []}
     assert "[1, 2],\n[3]" in text
+
+
+def test_an_upgrade_leaves_out_the_latency_noise_of_a_graph_that_is_the_same(loaded: Loaded, frame: pd.DataFrame):
+    """torch 2.15's TorchScript exporter writes torch 2.13's graphs but for the producer version: on one runtime
+    their latencies differ by the timer alone, which the upgrade view must not call slower or faster."""
+    from harness.report.upgrade import same_graphs
+
+    moved = [c for c in cell_changes(frame, "torch1.8", "torch2") if c.kind in ("faster", "slower")]
+    assert moved
+    first = moved[0]
+    old, new = loaded.records[first.old_idx], loaded.records[first.new_idx]
+    replay = new.with_(kind="replay", judged_with=f"{old.env}/{old.cell_id}")
+    assert same_graphs([old, new, replay]) == {(0, 1), (1, 0)}
+    same = frozenset((c.old_idx, c.new_idx) for c in moved)
+    kept = diff(frame, advise(frame), "torch1.8", "torch2", same=same)  # onnxruntime 1.10 against 1.32: the runtime's
+    assert sum(kept.counts[k] for k in ("faster", "slower")) == len(moved)
+    one_runtime = frame.assign(runtime="onnxruntime 1.32.0")
+    left = diff(one_runtime, advise(one_runtime), "torch1.8", "torch2", same=same)
+    assert left.counts["faster"] == left.counts["slower"] == 0
+    assert any(g.startswith(f"{len(moved)} latency changes left out: the same graph") for g in left.gains)

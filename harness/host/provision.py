@@ -254,6 +254,8 @@ class Provisioner:
         environ = dict(os.environ, MMCV_WITH_OPS="1", FORCE_CUDA="0", MAX_JOBS=str(os.cpu_count() or 2))
         if WINDOWS:
             environ.update(msvc_build_environment(environ, self.env.pin("torch")))
+        else:
+            environ.update(gnu_build_environment(environ, self.env.pin("torch"), self.cache / "tools"))
         with tempfile.TemporaryDirectory() as tmp, open(log_path, "w") as log:
             result = subprocess.run(
                 pip + ["wheel", "--no-cache-dir", "--no-deps", "--no-build-isolation", mmcv.spec, "-w", tmp],
@@ -303,6 +305,28 @@ def first_build_error(log_path: Path) -> str:
             head, _, rest = text.partition(": ")
             return (os.path.basename(head) + ": " + rest if rest else text)[:240]
     return ""
+
+
+# torch 2.15's headers need C++20 ("#error C++20 or later compatible compiler is required to use ATen"); torch's
+# own extension builds ask for it, but mmcv 2.2.0's setup.py passes -std=c++17 itself.
+CXX20_FROM_TORCH = (2, 15)
+
+
+def gnu_build_environment(environ: Mapping[str, str], torch_version: Optional[str], tools: Path) -> Dict[str, str]:
+    """What a C++ extension build with gcc or clang needs: for torch 2.15+, CXX is a wrapper that adds -std=c++20
+    after the command line's own flags (the last -std wins), as `_CL_` does for MSVC."""
+    if not torch_version or parse_version(torch_version) < CXX20_FROM_TORCH:
+        return {}
+    wrapper = tools / "cxx-std20"
+    compiler = environ.get("CXX") or "c++"
+    compiler = "c++" if compiler == str(wrapper) else compiler
+    tools.mkdir(parents=True, exist_ok=True)
+    text = "#!/bin/sh\n# the C++ compiler, C++20 whatever the build asked (torch 2.15's headers)\n"
+    text += f'exec {compiler} "$@" -std=c++20\n'
+    if not wrapper.exists() or wrapper.read_text() != text:
+        wrapper.write_text(text)
+        wrapper.chmod(0o755)
+    return {"CXX": str(wrapper)}
 
 
 def msvc_build_environment(environ: Mapping[str, str], torch_version: Optional[str]) -> Dict[str, str]:

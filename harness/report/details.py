@@ -132,7 +132,7 @@ def detail(
         for t, m in record.latency.items()
     }
     parity = record.parity
-    return {
+    shown = {
         "st": stages,
         "ao": number(record.actual_opset),
         "r": None if record.reason is None else strings.add_made(record.reason, message),
@@ -148,6 +148,9 @@ def detail(
         "id": [_said(strings, record.run_id), record.cell_id, _said(strings, record.harness_version)],
         "tags": list(record.tags),
     }
+    if record.judged_with:  # a twin's: the job whose answer it is (campaign.chain.share)
+        shown["jw"] = strings.add_made(record.judged_with, str)
+    return shown
 
 
 # What a replay shares with its exporting cell: left to the exporting cell's details, which the page reads instead.

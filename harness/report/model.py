@@ -23,7 +23,7 @@ from harness.report.precision import PrecisionView, precision_view
 from harness.report.recipes import recipe_rows
 from harness.report.runtimes import exporting, homes, judged, ladder, runtimes_of
 from harness.report.table import EXPORT, FP32, REPLAY, build_frame, made_its_graph, safe_json
-from harness.report.upgrade import all_pairs, runtime_pairs
+from harness.report.upgrade import all_pairs, runtime_pairs, same_graphs
 from harness.report.vocab import (
     DIM_LABEL,
     FINGERPRINT_COLUMNS,
@@ -317,7 +317,7 @@ def build_page(loaded: Loaded, title: str = "onnx-compat-matrix") -> Page:
     groups = grouped_rows(everywhere)
     advice = advise(everywhere, groups)
     advice_fp32 = [a for a in advice if a.precision == FP32]
-    pairs = all_pairs(own, [a for a in advice_fp32 if a.home], envs)
+    pairs = all_pairs(own, [a for a in advice_fp32 if a.home], envs, same_graphs(records))
     choices = runtime_choices(exported, envs)
     ladders = {c.env: list(c.runtimes) for c in choices}
     by_runtime = runtime_pairs(exported, advice_fp32, ladders, homes(frame))

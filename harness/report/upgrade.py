@@ -5,11 +5,11 @@ change, and which strategy to switch to."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 import pandas as pd
 
-from harness.record import portability_rank, portability_short
+from harness.record import CellRecord, RecordKind, portability_rank, portability_short
 from harness.report.advisor import Advice, Candidate
 from harness.report.changes import (
     COST_CHANGE,
@@ -203,14 +203,37 @@ def _diff(
 
 
 def diff(
-    frame: pd.DataFrame, advice: Sequence[Advice], old: str, new: str, order: Optional[Dict[str, int]] = None
+    frame: pd.DataFrame,
+    advice: Sequence[Advice],
+    old: str,
+    new: str,
+    order: Optional[Dict[str, int]] = None,
+    same: FrozenSet[Tuple[int, int]] = frozenset(),
 ) -> UpgradeDiff:
-    """Two environments, each judged by its own runtime (`frame` holds the exporting records, indexed by idx)."""
-    changes = cell_changes(frame, old, new)
+    """Two environments, each judged by its own runtime (`frame` holds the exporting records, indexed by idx).
+    `same`: the pairs of records (by idx) whose graph is one but for the exporter's version; on one runtime their
+    latencies differ by the timer's noise alone, so no cost change of theirs is the upgrade's."""
+    found = cell_changes(frame, old, new)
+    runtime = dict(zip(frame["idx"].tolist(), frame["runtime"].tolist()))
+    timer = [
+        c
+        for c in found
+        if c.kind in COST_KINDS and (c.old_idx, c.new_idx) in same and runtime[c.old_idx] == runtime[c.new_idx]
+    ]
+    changes = [c for c in found if c not in timer]
     home = [a for a in advice if a.home]
     switched = switches([a for a in home if a.env == old], [a for a in home if a.env == new], old, new)
     result = _diff(order or strategy_order(frame), changes, switched, (old, new))
-    return replace(result, gains=result.gains + tuple(_opset_gains(frame, old, new)))
+    gains = result.gains + tuple(_opset_gains(frame, old, new))
+    if timer:
+        gains += (
+            f"{len(timer)} latency changes left out: the same graph (but for the exporter's version) on the same "
+            "runtime, so the timer's noise, not the upgrade",
+        )
+    return replace(result, gains=gains)
+
+
+COST_KINDS = ("faster", "slower")
 
 
 def runtime_diff(
@@ -241,10 +264,30 @@ def runtime_diff(
     )
 
 
-def all_pairs(frame: pd.DataFrame, advice: Sequence[Advice], envs: Sequence[str]) -> Dict[Tuple[str, str], UpgradeDiff]:
+def all_pairs(
+    frame: pd.DataFrame,
+    advice: Sequence[Advice],
+    envs: Sequence[str],
+    same: FrozenSet[Tuple[int, int]] = frozenset(),
+) -> Dict[Tuple[str, str], UpgradeDiff]:
     """Every ordered pair of environments, so the page can switch between them without computing anything."""
     order = strategy_order(frame)
-    return {(a, b): diff(frame, advice, a, b, order) for a in envs for b in envs if a != b}
+    return {(a, b): diff(frame, advice, a, b, order, same) for a in envs for b in envs if a != b}
+
+
+def same_graphs(records: Sequence[CellRecord]) -> FrozenSet[Tuple[int, int]]:
+    """The pairs of exporting records (by index into `records`, both ways) whose graphs a replay or a conversion
+    found one but for the exporter's version: a record judged with the other's job (CellRecord.judged_with)."""
+    at = {(r.env, r.cell_id): i for i, r in enumerate(records) if r.kind == RecordKind.EXPORT.value}
+    pairs = set()
+    for record in records:
+        if not record.judged_with or "@" in record.judged_with:
+            continue
+        env, _, cell = record.judged_with.partition("/")
+        a, b = at.get((record.env, record.cell_id)), at.get((env, cell))
+        if a is not None and b is not None:
+            pairs.update({(a, b), (b, a)})
+    return frozenset(pairs)
 
 
 def runtime_pair_keys(ladder: Sequence[str], homes: Sequence[str]) -> List[Tuple[str, str]]:

@@ -230,6 +230,7 @@
     pairs.push(["artifact", d.a !== undefined ? d.a : (d.of !== undefined ? DATA.details[d.of].a : null)]);
     var origin = rt.precision && rt.precision !== "fp32" ? "converted from the graph exported by" : "exported by";
     if (d.of !== undefined) pairs.push([origin, el("span", null, chip(d.of), " " + cellValue(CELLS[d.of], "env") + " · " + cellValue(CELLS[d.of], "runtime"))]);
+    if (d.jw !== undefined) pairs.push(["judged with", DATA.strings[d.jw] + " (the same graph but for the exporter's version, inputs and tolerance: its answer, measured once)"]);
     var named = pairs.filter(function (p) { return p[0] === "runtime"; })[0];
     if (named && rt.record === "export") named[1] = rt.runtime + " (the exporting environment's own)";
     if (named && rt.record === "conversion") named[1] = rt.runtime + " (the converter environment's: no runtime judged it)";
