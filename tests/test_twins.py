@@ -120,3 +120,27 @@ def test_a_graph_that_differs_in_a_weight_is_judged_on_its_own(store, tmp_path, 
     assert proc.returncode == 0, proc.stderr
     judged = read_results(tmp_path / "r" / "replay-ortnow.jsonl").records
     assert sorted(r.env for r in judged) == ["newer", "older"] and not any(r.judged_with for r in judged)
+
+
+def test_a_twins_mismatch_is_located_once_and_shown_for_both():
+    """The divergences skip a twin's mismatch (its first's is located); the page shows the first's node for both."""
+    from harness.diverge.jobs import mismatches
+    from harness.record import CellRecord, Divergence, Runtime
+    from harness.report.divergence import twin_divergences
+
+    def judged(env, verdict, **more):
+        return CellRecord(
+            env, "grid_sample", "stn", {}, "custom", 16, "torchscript", "static", "cpu", "float32", verdict, "now",
+            kind="replay", cell_id="abc", runtime=Runtime("openvino", "2026.4.1", env="ov"), **more,
+        )  # fmt: skip
+
+    first = judged("torch2", Verdict.MISMATCH)
+    twin = judged("torch2.15", Verdict.MISMATCH, judged_with="torch2/abc")
+    passing = [
+        r.with_(verdict=Verdict.PASS, runtime=Runtime("onnxruntime", "1.32.0", env="ort")) for r in (first, twin)
+    ]
+    found, untrusted, over = mismatches([first, twin, *passing])
+    assert [m.record.env for m in found] == ["torch2"] and (untrusted, over) == (0, 0)
+    located = first.with_(kind="divergence", divergence=Divergence("onnxruntime 1.32.0", node="n7", op_type="Gather"))
+    (copy,) = twin_divergences([first, twin], [located])
+    assert (copy.env, copy.cell_id, copy.divergence.node, copy.kind) == ("torch2.15", "abc", "n7", "divergence")

@@ -93,8 +93,8 @@ def mismatches(records: Sequence[CellRecord], budget: Optional[int] = None) -> T
     found: List[Mismatch] = []
     untrusted = 0
     for r in records:
-        if r.verdict != Verdict.MISMATCH or not r.cell_id:
-            continue
+        if r.verdict != Verdict.MISMATCH or not r.cell_id or r.judged_with:
+            continue  # a twin's mismatch is its first's (campaign.chain.share): located once, shown for both
         if r.precision == "fp32":
             trusted = _trusted(passing.get((r.env, r.cell_id, "fp32"), []), envs, _label(r))
         else:

@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Dict, List, Sequence, Tuple
 
-from harness.record import CellRecord, Divergence, RecordKind, ladder_key
+from harness.record import CellRecord, Divergence, RecordKind, Verdict, ladder_key
 from harness.report.vocab import family_sort_key, precision_sort_key, runtime_label
 
 DIVERGENCE = RecordKind.DIVERGENCE.value
@@ -60,6 +60,23 @@ def trusted_label(d: Divergence) -> str:
 def judged_key(record: CellRecord) -> Tuple[Any, ...]:
     """What a divergence record and the mismatching record it locates share."""
     return (record.env, record.cell_id, record.precision, record.runtime.name, str(record.runtime.version))
+
+
+def twin_divergences(records: Sequence[CellRecord], side: Sequence[CellRecord]) -> List[CellRecord]:
+    """The divergence of each twin's mismatch (a record judged with another job: the same graph but for the
+    exporter's version), as the divergence of the job it was judged with found it, under the twin's identity."""
+    found = {judged_key(r): r for r in divergences(side)}
+    copies = []
+    for record in records:
+        if record.verdict != Verdict.MISMATCH or not record.judged_with:
+            continue
+        env, _, rest = record.judged_with.partition("/")
+        cell = rest.split("@", 1)[0]
+        first = found.get((env, cell, record.precision, record.runtime.name, str(record.runtime.version)))
+        if first is not None:
+            identity = ("env", "family", "case", "params", "strategy", "opset", "exporter", "shape_mode", "cell_id")
+            copies.append(first.with_(**{k: getattr(record, k) for k in identity}, judged_with=record.judged_with))
+    return copies
 
 
 def divergences(records: Sequence[CellRecord]) -> List[CellRecord]:

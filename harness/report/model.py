@@ -15,7 +15,15 @@ from harness.report import matrix
 from harness.report.advisor import advise, grouped_rows
 from harness.report.cards import AdvisorView, advisor_view
 from harness.report.charts import Chart, build_charts, strategy_colours
-from harness.report.divergence import SIDE_KINDS, DivergenceView, detail_of, divergence_view, first_nodes, judged_key
+from harness.report.divergence import (
+    SIDE_KINDS,
+    DivergenceView,
+    detail_of,
+    divergence_view,
+    first_nodes,
+    judged_key,
+    twin_divergences,
+)
 from harness.report.export_time import ExportTimes, export_times
 from harness.report.ladder import LadderView, ladder_view
 from harness.report.load import Loaded, SourceFile
@@ -310,6 +318,7 @@ def build_page(loaded: Loaded, title: str = "onnx-compat-matrix") -> Page:
     """Everything the page shows, computed once; the templates only lay it out."""
     side = [r for r in loaded.records if r.kind in SIDE_KINDS]  # traces and divergences: about other records
     records = [r for r in loaded.records if not made_its_graph(r) and r.kind not in SIDE_KINDS]
+    side += twin_divergences(records, side)
     frame = build_frame(records)
     envs = env_order(frame, records)
     own, everywhere = exporting(frame), judged(frame)
