@@ -331,3 +331,19 @@ def test_a_graph_onnxruntime_cannot_type_is_the_converters_failure_where_only_th
         InvalidGraph, match=r"the quantizer wrote a graph onnxruntime 1\.\d+\.\d+ cannot type: .*output_dtype"
     ):
         check(blob.SerializeToString(), "the quantizer", TYPED)
+
+
+def test_a_search_judges_the_conversion_already_made_before_converting_again(stored, monkeypatch):
+    """Every graph's fp16 search starts from its plain conversion, stored by the conversions: judged, not remade."""
+    from harness.artifacts.convert import CONVERTERS
+
+    store, fp32 = stored
+    assert convert_job(store, fp32, "fp16").verdict is Verdict.PASS
+
+    def converted_again(*args, **kwargs):
+        raise AssertionError("the starting conversion was made again")
+
+    monkeypatch.setitem(CONVERTERS, "fp16", converted_again)
+    record = convert_job(store, fp32, "fp16-recipe")
+    assert record.kind == "search" and record.verdict is Verdict.PASS, record.reason
+    assert record.recipe["conversions"] == 1 and record.recipe["kept_float"] == []

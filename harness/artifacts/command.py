@@ -58,7 +58,8 @@ class ConversionKind(Kind):
         graphs = _fp32_graphs(store, args)
         for precision in precisions:
             start = precision_of(precision).searched_from
-            chosen = search_targets(graphs, store, start) if start and not args.search_every_graph else graphs
+            every = args.search_every_graph or precision_of(precision).every_graph
+            chosen = search_targets(graphs, store, start) if start and not every else graphs
             for manifest in chosen:
                 if in_shard(manifest.cell_id, shard):
                     job = graph_job(store, manifest, precision)

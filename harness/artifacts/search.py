@@ -31,7 +31,7 @@ from harness.artifacts.convert import (
     source_checks,
     tolerance,
 )
-from harness.artifacts.store import ArtifactStore, Manifest
+from harness.artifacts.store import MANIFEST, ArtifactStore, Manifest
 from harness.judge import parity as parity_mod
 from harness.judge.measure import time_callable
 from harness.judge.session import OrtSession
@@ -96,15 +96,16 @@ class Search:
         self.trials.append(found)
         return found
 
-    def start(self, feeding: Dict[str, List[str]]) -> Trial:
-        """The starting recipe, nothing kept float. Where onnx.checker refuses what the converter wrote and names a
-        node of the graph, that node and the nodes feeding it (`feeding`: by node name) are kept float and the
-        conversion made again (each try counts against the budget); any other failure of the converter raises: it
-        is the conversion's, no search's."""
+    def start(self, feeding: Dict[str, List[str]], made: Optional[bytes] = None) -> Trial:
+        """The starting recipe, nothing kept float (`made`: that conversion as already made and checked, which the
+        first try judges rather than converting again). Where onnx.checker refuses what the converter wrote and
+        names a node of the graph, that node and the nodes feeding it (`feeding`: by node name) are kept float and
+        the conversion made again (each try counts against the budget); any other failure of the converter raises:
+        it is the conversion's, no search's."""
         untried = list(self.repairs)
         while True:
             try:
-                graph = self.convert(self.repaired, **self.options)
+                graph = made if made is not None else self.convert(self.repaired, **self.options)
             except InvalidGraph as bad:
                 if untried and len(self.trials) + 1 < self.budget:  # the converter's own options first
                     self.trials.append(Trial(self.repaired, None, {}, f"InvalidGraph: {bad}"))
@@ -296,7 +297,8 @@ def find_recipe(manifest: Manifest, store: ArtifactStore, precision: str, budget
                 "can pass"
             )
         search.atol, search.rtol = atol, rtol
-        first = search.start(feeders(nodes))  # the recipe as it is; a converter's failure is the conversion's
+        made = _made(manifest, store, start)
+        first = search.start(feeders(nodes), made)  # the recipe as it is; a converter's failure is the conversion's
         ranked: List[str] = []
         ranking = "by the error each node's own conversion adds"
         if not first.passed:
@@ -315,6 +317,14 @@ def find_recipe(manifest: Manifest, store: ArtifactStore, precision: str, budget
     answer.recipe["candidates"] = len(candidates_of(nodes, start))
     answer.recipe["ranking"] = ranking
     return answer
+
+
+def _made(manifest: Manifest, store: ArtifactStore, start: str) -> Optional[bytes]:
+    """The starting conversion of this graph as the conversions stored it (made from this very graph), or None."""
+    if not store.has(manifest.env, manifest.cell_id, start):
+        return None
+    made = store.read(store.folder(manifest.env, manifest.cell_id, start) / MANIFEST)
+    return store.graph_path(made).read_bytes() if made.source == manifest.digest else None
 
 
 def fp16_blocked_ops() -> Sequence[str]:

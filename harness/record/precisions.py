@@ -16,6 +16,7 @@ class Precision:
     what: str  # what the page and --help say it is
     searched_from: Optional[str] = None  # a searched recipe: the precision whose conversion it starts from
     hint: Optional[str] = None  # a runtime precision: the inference precision asked for (None: the default)
+    every_graph: bool = False  # a searched recipe searched for every graph, not one per group (harness convert)
 
 
 EXPORTED, CONVERTER, RUNTIME = "export", "converter", "runtime"
@@ -27,7 +28,11 @@ PRECISION_LIST: Tuple[Precision, ...] = (
     Precision(
         "fp16-onnxconverter", "fp16", CONVERTER, "onnxconverter-common's float16 converter, inputs and outputs fp32"
     ),
-    Precision("fp16-recipe", "fp16", CONVERTER, "fp16 with the fewest nodes kept float that passes", "fp16"),
+    # fp16's converter takes a fraction of a second, and each search starts from the conversion already made:
+    # every graph is searched. An int8 search calibrates each of its conversions: one graph per group.
+    Precision(
+        "fp16-recipe", "fp16", CONVERTER, "fp16 with the fewest nodes kept float that passes", "fp16", every_graph=True
+    ),
     Precision("int8-dynamic", "int8-dynamic", CONVERTER, "onnxruntime's dynamic quantization (weights int8)"),
     Precision("int8-static", "int8-static", CONVERTER, "onnxruntime's static QDQ quantization of every op it can"),
     Precision(
