@@ -164,3 +164,34 @@ def test_the_campaign_traces_locates_and_resumes(stored, tmp_path, harness_cli):
     assert again.returncode == 0 and "1 already done, skipped" in again.stderr, again.stderr
     budget = harness_cli(*locate, "--budget", "0", "--rerun")
     assert "1 mismatches left out by --budget 0" in budget.stderr, budget.stderr
+
+
+def test_the_mismatches_are_read_once_for_every_diverge_process_while_the_results_stay(tmp_path, monkeypatch):
+    from harness.diverge import jobs
+    from harness.record import CellRecord, Runtime, Verdict
+
+    def judged(verdict, runtime, env):
+        return CellRecord(
+            "torch2", "grid_sample", "stn", {}, "custom", 16, "torchscript", "static", "cpu", "float32", verdict, "now",
+            kind="replay", cell_id="abc", runtime=Runtime(*runtime, env=env),
+        )  # fmt: skip
+
+    replay = tmp_path / "replay-ov.jsonl"
+    lines = [
+        judged(Verdict.MISMATCH, ("openvino", "2026.4.1"), "ov"),
+        judged(Verdict.PASS, ("onnxruntime", "1.32.0"), "ort"),
+    ]
+    replay.write_text("".join(r.to_line() + "\n" for r in lines))
+    first = jobs.planned(str(tmp_path), 300)
+    assert [m.trusted for m in first[0]] == [("onnxruntime", "1.32.0")] and (tmp_path / jobs.PLAN).is_file()
+
+    def read_again(folder):
+        raise AssertionError("the results were read again")
+
+    monkeypatch.setattr(jobs, "judged_records", read_again)
+    assert jobs.planned(str(tmp_path), 300) == first  # the plan, not the results
+    with pytest.raises(AssertionError, match="read again"):
+        jobs.planned(str(tmp_path), 200)  # another budget: another plan
+    replay.write_text(replay.read_text() + lines[0].to_line() + "\n")
+    with pytest.raises(AssertionError, match="read again"):
+        jobs.planned(str(tmp_path), 300)  # a results file changed

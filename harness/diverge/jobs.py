@@ -10,6 +10,7 @@ trusted judgement get no divergence; the budget keeps the first ones in a stable
 from __future__ import annotations
 
 import glob
+import json
 import os
 import sys
 from dataclasses import dataclass
@@ -47,12 +48,61 @@ class Mismatch:
         return job_id(self.record.env, self.record.cell_id, self.trusted_precision)
 
 
+PLAN = ".diverge-plan.json"  # beside the results: the mismatches as the first diverge process found them
+
+
+def planned(results_dir: str, budget: Optional[int]) -> Tuple[List[Mismatch], int, int]:
+    """mismatches() of the judged records under the folder, read once for every diverge process while its judged
+    results files stay as they are (each process would otherwise read every results file: seconds each)."""
+    key = [[Path(p).name, os.stat(p).st_size, os.stat(p).st_mtime_ns] for p in _judged_files(results_dir)]
+    key.append(budget)
+    cache = Path(results_dir) / PLAN
+    try:
+        data = json.loads(cache.read_text())
+        if data["key"] == key:
+            found = [_from_json(m) for m in data["mismatches"]]
+            return found, int(data["untrusted"]), int(data["over_budget"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    found, untrusted, over_budget = mismatches(judged_records(results_dir), budget)
+    kept = [_as_json(m) for m in found]
+    body = {"key": key, "mismatches": kept, "untrusted": untrusted, "over_budget": over_budget}
+    try:
+        tmp = cache.with_name(f"{PLAN}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(body))
+        os.replace(tmp, cache)
+    except OSError:
+        pass  # a read-only results folder: each process reads them itself
+    return found, untrusted, over_budget
+
+
+def _as_json(m: Mismatch) -> Dict[str, Any]:
+    return {
+        "record": m.record.to_json(),
+        "trusted": list(m.trusted),
+        "env": m.trusted_env,
+        "precision": m.trusted_precision,
+        "stages": list(m.stages),
+    }
+
+
+def _from_json(m: Dict[str, Any]) -> Mismatch:
+    trusted = (str(m["trusted"][0]), str(m["trusted"][1]))
+    return Mismatch(CellRecord.from_json(m["record"]), trusted, m["env"], m["precision"], tuple(m["stages"]))
+
+
+def _judged_files(results_dir: str) -> List[str]:
+    return [
+        path
+        for path in sorted(glob.glob(os.path.join(results_dir, "*.jsonl")))
+        if kind_of_file(Path(path))[0] in (RecordKind.EXPORT, RecordKind.REPLAY)
+    ]
+
+
 def judged_records(results_dir: str) -> List[CellRecord]:
     """The newest export and replay record of each cell and runtime under the results folder."""
     newest: Dict[Tuple[Any, ...], CellRecord] = {}
-    for path in sorted(glob.glob(os.path.join(results_dir, "*.jsonl"))):
-        if kind_of_file(Path(path))[0] not in (RecordKind.EXPORT, RecordKind.REPLAY):
-            continue  # conversions, traces and divergences judge no graph
+    for path in _judged_files(results_dir):  # conversions, traces and divergences judge no graph
         found = read_results(path)
         if found.refusal is not None:
             print(f"skipped: {found.refusal.line()}", file=sys.stderr)

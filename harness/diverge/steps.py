@@ -25,7 +25,7 @@ from harness.campaign.files import results_path, worker_log
 from harness.campaign.flags import artifacts_dir
 from harness.campaign.keys import REPLAY_CODE, Key, code_hash, in_shard, parse_shard, resume_key
 from harness.campaign.pool import WorkerConfig
-from harness.diverge.jobs import Mismatch, judged_records, mismatches
+from harness.diverge.jobs import Mismatch, planned
 from harness.diverge.locate import divergence_blank, trace_blank
 from harness.diverge.trace import TRACES
 from harness.errors import ExitCode, UserError
@@ -75,7 +75,7 @@ def diverge_command(args: argparse.Namespace) -> int:
 def plan(d: Diverge) -> int:
     """Which runtimes have work in each phase, as one JSON line on stdout (`nox -s diverge` starts only those):
     {"trace": [[name, version], ...], "locate": [...]}."""
-    found, _, _ = mismatches(judged_records(d.args.results_dir), d.args.budget)
+    found, _, _ = planned(d.args.results_dir, d.args.budget)
     phases = {"trace": sorted({m.trusted for m in found}), "locate": sorted({m.runtime for m in found})}
     print(json.dumps({phase: [list(label) for label in labels] for phase, labels in phases.items()}))
     return ExitCode.OK
@@ -101,7 +101,7 @@ def discover(d: Diverge) -> Diverge:
 
 def load(d: Diverge) -> Diverge:
     """The mismatches with a trusted judgement (the same list in every environment), then this phase's own here."""
-    found, d.untrusted, d.over_budget = mismatches(judged_records(d.args.results_dir), d.args.budget)
+    found, d.untrusted, d.over_budget = planned(d.args.results_dir, d.args.budget)
     here = (d.adapter.name, str(d.adapter.version))
     shard = parse_shard(d.args.shard)
     side = (lambda m: m.trusted == here) if d.args.phase == "trace" else (lambda m: m.runtime == here)
