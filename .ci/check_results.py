@@ -259,6 +259,10 @@ def check_runtime_precisions(openvino, expect):
         measured and all({"ort", "ort.working_set"} <= set(r["memory"]) for r in measured),
         "onnxruntime 1.32 replays record a footprint and a working set",
     )
+    expect(
+        measured and all("forked from a fresh runtime" in m["method"] for r in measured for m in r["memory"].values()),
+        "onnxruntime 1.32 replays measure memory in a process forked from a fresh runtime (the zygote)",
+    )
 
 
 if __name__ == "__main__":
