@@ -140,9 +140,12 @@ def test_filter_details_and_upgrade_in_chromium(
     page.click("#filters-reset")
 
     # The upgrade view: switch the pair, and open a changed cell from it.
-    assert "pick in torch1.8" in page.locator("#upgrade-body").inner_text()
-    page.select_option("#upgrade-old", "torch1.12")
+    # It opens on the newest step (torch1.12 -> torch2), the upgrade a user takes next.
     body = page.locator("#upgrade-body")
+    assert "pick in torch1.12" in body.inner_text() and "pick in torch2" in body.inner_text()
+    page.select_option("#upgrade-old", "torch1.8")
+    assert "pick in torch1.8" in body.inner_text()
+    page.select_option("#upgrade-old", "torch1.12")
     assert "pick in torch1.12" in body.inner_text() and "pick in torch2" in body.inner_text()
     body.locator("details.change-family > summary").first.click()
     body.locator("details.change-group > summary").first.click()

@@ -128,7 +128,14 @@ def test_summarise_turns_the_campaign_into_an_exit_code(tmp_path):
 
 
 def test_the_chain_in_order():
-    assert [s.__name__ for s in chain.CAMPAIGN_STEPS] == ["drop_done", "open_results", "decide", "execute", "summarise"]
+    assert [s.__name__ for s in chain.CAMPAIGN_STEPS] == [
+        "drop_done",
+        "open_results",
+        "decide",
+        "share",
+        "execute",
+        "summarise",
+    ]
 
 
 def test_list_names_the_cells_and_the_limits(tmp_path):
