@@ -188,6 +188,18 @@ class ArtifactStore:
     def arrays(self, digests: Sequence[str]) -> List[np.ndarray]:
         return [self.array(d) for d in digests]
 
+    def samples_of(self, manifest: Manifest) -> Dict[str, np.ndarray]:
+        """Every array of a graph's samples (inputs and reference outputs), by digest."""
+        return {d: self.array(d) for s in manifest.samples for d in s.inputs + s.outputs}
+
+    def remember(self, arrays: Dict[str, np.ndarray]) -> ArtifactStore:
+        """This store, holding `arrays` as if it had read them (a zygote's child, sent them by its worker)."""
+        for digest, array in arrays.items():
+            if digest not in self._cache:
+                self._cache[digest] = array
+                self._cached_bytes += array.nbytes
+        return self
+
 
 def graph_digest(graph: bytes) -> str:
     return hashlib.sha256(graph).hexdigest()

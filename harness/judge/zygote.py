@@ -10,6 +10,7 @@ a fresh runtime. A child of the zygote starts from the fresh runtime every time.
 from __future__ import annotations
 
 import ctypes
+import faulthandler
 import os
 import pickle
 import signal
@@ -97,6 +98,7 @@ def _in_child(fn: Callable[..., Any], args: Tuple[Any, ...], resident: List[Tupl
     if pid == 0:
         global _IN_CHILD
         _IN_CHILD = True
+        faulthandler.disable()  # a crash here is the worker's to record (it judges the graph again itself)
         os.close(read_end)
         _populate(resident)
         try:

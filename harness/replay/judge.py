@@ -183,9 +183,17 @@ def replay_blank(
     )
 
 
-def replay_stored(manifest: Manifest, root: Path, adapter: RuntimeAdapter, opts: Options, precision: str) -> CellRecord:
-    """replay_graph over the artifacts folder at `root`: what a zygote's child is sent (a store's cache stays home)."""
-    return replay_graph(manifest, ArtifactStore(root), adapter, opts, precision)
+def replay_stored(
+    manifest: Manifest,
+    root: Path,
+    arrays: Dict[str, np.ndarray],
+    adapter: RuntimeAdapter,
+    opts: Options,
+    precision: str,
+) -> CellRecord:
+    """replay_graph over the artifacts folder at `root`, its samples' `arrays` already read: what a zygote's child is
+    sent (the worker's cache of arrays, which many graphs share, stays in the worker)."""
+    return replay_graph(manifest, ArtifactStore(root).remember(arrays), adapter, opts, precision)
 
 
 def replay_graph(

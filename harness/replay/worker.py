@@ -39,8 +39,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             that crashes the runtime crashes this worker, and the pool records it, as without a zygote."""
             if adapter.zygote is not None:
                 try:
-                    return adapter.zygote.call(replay_stored, manifest, store.root, adapter, opts, precision)
-                except ZygoteError:
+                    arrays = store.samples_of(manifest)
+                    return adapter.zygote.call(replay_stored, manifest, store.root, arrays, adapter, opts, precision)
+                except (ZygoteError, OSError, ValueError):  # judged here, its stages say what went wrong
                     pass
             return replay_graph(manifest, store, adapter, opts, precision)
 
