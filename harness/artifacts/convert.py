@@ -298,9 +298,12 @@ def store_like(manifest: Manifest, store: ArtifactStore, precision: str, twin: M
     `manifest`'s: the same converter on the same graph writes the same graph."""
     converted = store.read(store.folder(twin.env, twin.cell_id, precision) / MANIFEST)
     graph = store.graph_path(converted).read_bytes()
-    return store_converted(
-        manifest, store, precision, Converted(graph, converted.converter), converted.record.get("recipe")
-    )
+    record = dict(manifest.record, precision=precision, converter=converted.converter)
+    record.update(recipe=converted.record.get("recipe"), export=converted.record.get("export"))
+    # the same samples and tolerance (the twin key holds them): only the identity is the manifest's own
+    out = replace(converted, env=manifest.env, cell_id=manifest.cell_id, record=record, source=manifest.digest)
+    store.write(out, graph)
+    return out
 
 
 def tolerance(manifest: Manifest, store: ArtifactStore, precision: str) -> List[float]:
