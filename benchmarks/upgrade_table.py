@@ -51,8 +51,9 @@ def main() -> int:
     print("\n| family | strategy | kind of change | cells |\n|---|---|---|---:|")
     for (family, strategy, kind), count in sorted(by.items()):
         print(f"| {family} | {strategy} | {kind} | {count} |")
-    print(f"\nadvice that switches: {len(result.switches)}")
-    for switch in result.switches:
+    changed = [s for s in result.switches if s.changed]
+    print(f"\nadvice that switches: {len(changed)} of {len(result.switches)} (family, opset, device)")
+    for switch in changed:
         print(f"- {switch.family} opset {switch.opset} {switch.device}: {switch.old.text} -> {switch.new.text}")
     for gain in result.gains:
         print(f"- {gain}")
