@@ -234,7 +234,8 @@ def replay(session: nox.Session, runtime: str) -> None:
 def convert(session: nox.Session) -> None:
     """The stored fp32 graphs of the real models to fp16 and int8, once; arguments after -- go to harness convert."""
     _, venv, environ = _provision(session, "convert")
-    args = ["--artifacts", str(ROOT / "artifacts"), "--results-dir", str(ROOT / "results")]
+    # one converter worker per core, as the exports and replays have: a single worker left a core idle
+    args = ["--artifacts", str(ROOT / "artifacts"), "--results-dir", str(ROOT / "results"), *PARALLEL]
     session.run(str(venv_python(venv)), "-m", "harness", "convert", *args, *session.posargs, env=environ, external=True)
 
 
