@@ -235,7 +235,8 @@ def convert(session: nox.Session) -> None:
     """The stored fp32 graphs of the real models to fp16 and int8, once; arguments after -- go to harness convert."""
     _, venv, environ = _provision(session, "convert")
     # one converter worker per core, as the exports and replays have: a single worker left a core idle
-    args = ["--artifacts", str(ROOT / "artifacts"), "--results-dir", str(ROOT / "results"), *PARALLEL]
+    args = ["--artifacts", str(ROOT / "artifacts"), "--results-dir", str(ROOT / "results")]
+    args += PARALLEL[:2] + PARALLEL[4:]  # --jobs N (--pin): a converter has no thread setting of ours
     session.run(str(venv_python(venv)), "-m", "harness", "convert", *args, *session.posargs, env=environ, external=True)
 
 
