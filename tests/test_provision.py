@@ -150,3 +150,20 @@ def test_an_mmcv_not_in_the_wheel_cache_is_left_for_later_and_built_on_request(u
     assert prov.mmcv_settled(venv) and "failed to build" in prov.mmcv_unavailable_reason(venv)
     again = Provisioner(env, log=lines.append)
     assert again.venv(build_mmcv=False) == venv and again.mmcv_settled(venv)  # known not to build: not tried again
+
+
+def test_a_failed_builds_reason_is_the_compilers_first_error_without_its_folders(tmp_path):
+    from harness.host.provision import first_build_error
+
+    log = tmp_path / "build.log"
+    log.write_text(
+        "  error: subprocess-exited-with-error\n"
+        "      /venv/site-packages/torch/include/ATen/ATen.h:9:2: error: #error C++20 or later compatible"
+        " compiler is required to use ATen.\n"
+        "      /tmp/x/intrusive_ptr.h:775:27: error: 'strong_ordering' in namespace 'std' does not name a type\n"
+    )
+    assert first_build_error(log) == (
+        "ATen.h:9:2: error: #error C++20 or later compatible compiler is required to use ATen."
+    )
+    log.write_text("warning: nothing wrong\n")
+    assert first_build_error(log) == "" and first_build_error(tmp_path / "absent.log") == ""
