@@ -4,8 +4,8 @@ strategy, then the advice that switches and what the newer one gains.
 
     python3 benchmarks/upgrade_table.py [RESULTS_DIR] [--old torch2] [--new torch2.15]
 
-Runs in the report's Python (pandas): `.nox/report/bin/python benchmarks/upgrade_table.py results`. Without --old
-and --new, the step the page opens on (the newest torch from the one before it). Markdown on stdout.
+Runs in the report environment's Python (pandas): `~/.cache/onnx-compat-matrix/venvs/report-*/bin/python`.
+Without --old and --new, the step the page opens on (the newest torch from the one before it). Markdown on stdout.
 """
 
 from __future__ import annotations
