@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 from harness.artifacts.convert import PRECISIONS, converter_of, store_like
-from harness.artifacts.jobs import GraphJob, graph_job, job_id, judgement_key, stored_graphs
+from harness.artifacts.jobs import GraphJob, graph_job, judgement_key, stored_graphs
 from harness.artifacts.outcome import conversion_record
 from harness.artifacts.store import ArtifactStore, Manifest
 from harness.campaign.chain import Kind, conduct, pipeline
@@ -25,7 +25,7 @@ from harness.campaign.flags import artifacts_dir
 from harness.campaign.keys import REPLAY_CODE, Key, code_hash, in_shard, parse_shard, resume_key
 from harness.campaign.pool import WorkerConfig
 from harness.errors import ExitCode, UserError
-from harness.record import CellRecord, RecordKind, Verdict, canonical_params
+from harness.record import CellRecord, RecordKind, Verdict, canonical_params, job_id
 from harness.record.precisions import precision_of
 
 

@@ -14,6 +14,7 @@ import numpy as np
 from harness.artifacts.store import MANIFEST, ArtifactError, ArtifactStore, Manifest, content_digest
 from harness.judge.parity import PRECISION_TOLERANCES
 from harness.judge.wire import WireError
+from harness.record import job_id
 
 
 @dataclass(frozen=True)
@@ -33,10 +34,6 @@ class GraphJob:
 
     def label(self) -> str:
         return self.text
-
-
-def job_id(env: str, cell: str, precision: str) -> str:
-    return f"{env}/{cell}" + ("" if precision == "fp32" else f"@{precision}")
 
 
 def graph_job(store: ArtifactStore, manifest: Manifest, precision: str) -> GraphJob:

@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from harness.artifacts.jobs import job_id
 from harness.campaign.files import kind_of_file
-from harness.record import CellRecord, RecordKind, Verdict, ladder_key, read_results
+from harness.record import CellRecord, RecordKind, Verdict, job_id, ladder_key, read_results
 
 Label = Tuple[str, str]  # a runtime's (name, version)
 JUDGED = (RecordKind.EXPORT.value, RecordKind.REPLAY.value)

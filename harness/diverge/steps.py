@@ -18,7 +18,6 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from harness.artifacts.jobs import job_id
 from harness.artifacts.store import ArtifactStore, Manifest
 from harness.campaign.chain import Kind, conduct, pipeline
 from harness.campaign.files import results_path, worker_log
@@ -29,7 +28,7 @@ from harness.diverge.jobs import Mismatch, planned
 from harness.diverge.locate import divergence_blank, trace_blank
 from harness.diverge.trace import TRACES
 from harness.errors import ExitCode, UserError
-from harness.record import CellRecord, Divergence, RecordKind, Verdict
+from harness.record import CellRecord, Divergence, RecordKind, Verdict, job_id
 from harness.replay.runtimes import RuntimeAdapter, adapter_for
 
 DIVERGE_CODE = REPLAY_CODE + ("diverge",)

@@ -1,6 +1,7 @@
-"""An ONNX model read and edited at the protobuf wire level: the main graph's nodes in their order, and the same
-model with every node output made a graph output. A runtime environment has no `onnx` package (only the runtime
-and numpy), so the few fields this needs are read here from the wire format itself.
+"""An ONNX model read and written at the protobuf wire level: its top-level fields (the store's content digest
+leaves the producer's out), the main graph's nodes in their order, the same model with every node output made a
+graph output, and a one-node model that initialises a runtime. A runtime environment has no `onnx` package (only
+the runtime and numpy), so the few fields this needs are read here from the wire format itself.
 
 Fields used (onnx.proto): ModelProto.graph = 7; GraphProto.node = 1, .initializer = 5, .input = 11, .output = 12,
 .value_info = 13; NodeProto.input = 1, .output = 2, .name = 3, .op_type = 4, .domain = 7; ValueInfoProto.name = 1.

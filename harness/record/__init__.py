@@ -38,12 +38,14 @@ from harness.record.terms import (
     Verdict,
     canonical_params,
     clean,
+    job_id,
     ladder_key,
     parse_version,
     platform_tag,
     portability_label,
     portability_rank,
     portability_short,
+    split_job_id,
 )
 
 __all__ = [
@@ -71,6 +73,7 @@ __all__ = [
     "Verdict",
     "canonical_params",
     "clean",
+    "job_id",
     "cpu_name",
     "default_env_name",
     "dist_version",
@@ -79,6 +82,7 @@ __all__ = [
     "parse_version",
     "platform_tag",
     "portability_label",
+    "split_job_id",
     "portability_rank",
     "portability_short",
     "read_results",

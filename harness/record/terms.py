@@ -153,3 +153,16 @@ def platform_tag(platform: Any) -> str:
     if system == "win":
         return "win_amd64" if arch in (None, "x86_64") else f"win_{arch}"
     return f"{system}_{arch}" if system and arch else platform
+
+
+def job_id(env: str, cell: str, precision: str) -> str:
+    """A stored graph's job across the campaigns ("torch2/1a2b", "torch2/1a2b@fp16"): its exporting environment and
+    cell, and the precision judged or made (CellRecord.judged_with names one)."""
+    return f"{env}/{cell}" + ("" if precision == "fp32" else f"@{precision}")
+
+
+def split_job_id(job: str) -> Tuple[str, str, str]:
+    """job_id's parts: (env, cell, precision)."""
+    env, _, rest = job.partition("/")
+    cell, _, precision = rest.partition("@")
+    return env, cell, precision or "fp32"

@@ -41,7 +41,7 @@ class RuntimeAdapter:
         self.device = device
         self.version = dist_version(*self.distributions())
         self._fingerprint: Optional[Fingerprint] = None
-        self.zygote: Optional[Zygote] = None  # where memory is measured, when a worker started one (fresh_memory)
+        self.zygote: Optional[Zygote] = None  # where each graph is judged, when a replay worker started one
 
     def __getstate__(self) -> Dict[str, Any]:
         """Sent to the zygote's child as it is, but for the zygote itself."""

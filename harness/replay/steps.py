@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
-from harness.artifacts.jobs import GraphJob, graph_job, job_id, judgement_key, stored_graphs
+from harness.artifacts.jobs import GraphJob, graph_job, judgement_key, stored_graphs
 from harness.artifacts.store import ArtifactStore, Manifest
 from harness.campaign.chain import Kind, conduct, pipeline
 from harness.campaign.files import results_path, worker_log
@@ -20,7 +20,7 @@ from harness.campaign.flags import artifacts_dir
 from harness.campaign.keys import REPLAY_CODE, Key, code_hash, in_shard, parse_shard, resume_key
 from harness.campaign.pool import WorkerConfig
 from harness.errors import UserError
-from harness.record import CellRecord, RecordKind, Verdict
+from harness.record import CellRecord, RecordKind, Verdict, job_id
 from harness.record.precisions import RUNTIME_PRECISIONS
 from harness.replay.judge import replay_blank
 from harness.replay.runtimes import ADAPTERS, RuntimeAdapter, adapter_for

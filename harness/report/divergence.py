@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Dict, List, Sequence, Tuple
 
-from harness.record import CellRecord, Divergence, RecordKind, Verdict, ladder_key
+from harness.record import CellRecord, Divergence, RecordKind, Verdict, ladder_key, split_job_id
 from harness.report.vocab import family_sort_key, precision_sort_key, runtime_label
 
 DIVERGENCE = RecordKind.DIVERGENCE.value
@@ -70,8 +70,7 @@ def twin_divergences(records: Sequence[CellRecord], side: Sequence[CellRecord]) 
     for record in records:
         if record.verdict != Verdict.MISMATCH or not record.judged_with:
             continue
-        env, _, rest = record.judged_with.partition("/")
-        cell = rest.split("@", 1)[0]
+        env, cell, _ = split_job_id(record.judged_with)
         first = found.get((env, cell, record.precision, record.runtime.name, str(record.runtime.version)))
         if first is not None:
             identity = ("env", "family", "case", "params", "strategy", "opset", "exporter", "shape_mode", "cell_id")

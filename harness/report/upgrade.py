@@ -9,7 +9,7 @@ from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 import pandas as pd
 
-from harness.record import CellRecord, RecordKind, portability_rank, portability_short
+from harness.record import CellRecord, RecordKind, portability_rank, portability_short, split_job_id
 from harness.report.advisor import Advice, Candidate
 from harness.report.changes import (
     COST_CHANGE,
@@ -281,9 +281,11 @@ def same_graphs(records: Sequence[CellRecord]) -> FrozenSet[Tuple[int, int]]:
     at = {(r.env, r.cell_id): i for i, r in enumerate(records) if r.kind == RecordKind.EXPORT.value}
     pairs = set()
     for record in records:
-        if not record.judged_with or "@" in record.judged_with:
+        if not record.judged_with:
             continue
-        env, _, cell = record.judged_with.partition("/")
+        env, cell, precision = split_job_id(record.judged_with)
+        if precision != "fp32":
+            continue
         a, b = at.get((record.env, record.cell_id)), at.get((env, cell))
         if a is not None and b is not None:
             pairs.update({(a, b), (b, a)})
