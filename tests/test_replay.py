@@ -197,3 +197,36 @@ def test_openvino_computes_an_fp32_graph_at_its_default_bf16_and_f16_and_names_w
     assert (default.runtime_settings["inference_precision"] == "bf16") == ("BF16" in capabilities)
     fp32 = replay_graph(manifest, store, adapter, OPTS)
     assert fp32.runtime_settings == {"inference_precision": "f32"} and fp32.parity.atol == manifest.atol
+
+
+@pytest.mark.skipif(not importlib.util.find_spec("openvino"), reason="openvino has no wheel here (Linux ARM64)")
+def test_runtime_default_is_judged_once_with_the_precision_this_cpu_picks(stored, tmp_path, harness_cli):
+    """On a CPU where OpenVINO picks bf16 by default, runtime-default and runtime-bf16 are one compilation: one of
+    the two records is judged with the other and says so; where it picks f32, both are compiled."""
+    for path in stored[0].manifests():  # a real model's graph, which the runtime precisions are for
+        data = json.loads(path.read_text())
+        data["record"]["tags"] = ["model"]
+        path.write_text(json.dumps(data))
+    proc = harness_cli(
+        "replay", "--runtime", "ovnow", "--runtime-kind", "openvino", "--artifacts", str(tmp_path / "artifacts"),
+        "--results-dir", str(tmp_path / "results"), "--latency-budget", "0.002",
+        "--precision", "fp32,runtime-default,runtime-bf16,runtime-f16",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    records = {r.precision: r for r in read_results(tmp_path / "results" / "replay-ovnow.jsonl").records}
+    assert set(records) == {"fp32", "runtime-default", "runtime-bf16", "runtime-f16"}
+    chosen = adapter_for("openvino", "ovnow").default_hint()
+    assert records["runtime-default"].runtime_settings.get("inference_precision") in (chosen, None)
+    twins = {p for p, r in records.items() if r.judged_with}
+    if chosen == "bf16" and records["runtime-bf16"].verdict is not Verdict.NOT_APPLICABLE:
+        assert len(twins & {"runtime-default", "runtime-bf16"}) == 1 and twins <= {"runtime-default", "runtime-bf16"}
+        assert records["runtime-default"].verdict is records["runtime-bf16"].verdict
+        assert records["runtime-default"].runtime_settings == records["runtime-bf16"].runtime_settings
+    else:
+        assert not twins
+
+
+def test_the_working_set_is_taken_right_after_the_first_run():
+    """Before parity and latency run the graph again and again: their freed buffers would hold the next run's."""
+    names = [s.name for s in REPLAY_STAGES]
+    assert names.index("memory") == names.index("run") + 1 < names.index("latency")

@@ -92,7 +92,16 @@ def _serve(requests: int, answers: int, resident: List[Tuple[int, int]]) -> None
         _send(answers, _in_child(fn, args, resident))
 
 
+_EXITING: List[int] = []  # children that answered and are exiting, reaped by the zygote before its next fork
+
+
+def _reap() -> None:
+    while _EXITING:
+        os.waitpid(_EXITING.pop(), 0)
+
+
 def _in_child(fn: Callable[..., Any], args: Tuple[Any, ...], resident: List[Tuple[int, int]]) -> Tuple[bool, Any]:
+    _reap()
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -119,9 +128,10 @@ def _in_child(fn: Callable[..., Any], args: Tuple[Any, ...], resident: List[Tupl
     finally:
         signal.alarm(0)
         os.close(read_end)
-    _, status = os.waitpid(pid, 0)
-    if answer is not None:
+    if answer is not None:  # its exit (the kernel freeing its pages, 3 to 4 ms) is reaped with the next request's
+        _EXITING.append(pid)
         return answer
+    _, status = os.waitpid(pid, 0)
     if os.WIFSIGNALED(status):
         return False, f"the measuring process was killed by signal {os.WTERMSIG(status)}"
     return False, f"the measuring process exited with {os.WEXITSTATUS(status)} before answering"

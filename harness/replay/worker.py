@@ -23,7 +23,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         from harness.campaign.options import Options
         from harness.judge.zygote import Zygote, ZygoteError
         from harness.record import Verdict
-        from harness.replay.judge import replay_blank, replay_graph, replay_stored
+        from harness.replay.judge import replay_blank, replay_graph, replay_stored, warm_up
         from harness.replay.runtimes import adapter_for
 
         opts = Options.from_json(args.options)
@@ -31,7 +31,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         if opts.memory and adapter.name == "onnxruntime" and adapter.device == "cpu":
             # before any graph: each graph is judged in a process forked from the fresh runtime, so that its
             # footprint is a deployer's process's, whatever this worker judged before
-            adapter.zygote = Zygote.start(adapter.initialise)
+            adapter.zygote = Zygote.start(lambda: warm_up(adapter))
         store = ArtifactStore(Path(opts.artifacts_dir or "artifacts"))
 
         def judged(manifest: Any, precision: str) -> Any:
