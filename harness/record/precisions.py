@@ -55,6 +55,7 @@ PRECISION_LIST: Tuple[Precision, ...] = (
 PRECISIONS: Dict[str, Precision] = {p.name: p for p in PRECISION_LIST}
 PRECISION_NAMES: Tuple[str, ...] = tuple(PRECISIONS)
 CONVERSIONS: Tuple[str, ...] = tuple(p.name for p in PRECISION_LIST if p.made_by == CONVERTER)
+RUNTIME_DEFAULT = "runtime-default"  # the runtime precision whose hint is the runtime's own choice
 RUNTIME_PRECISIONS: Tuple[str, ...] = tuple(p.name for p in PRECISION_LIST if p.made_by == RUNTIME)
 
 

@@ -66,6 +66,10 @@ class RuntimeAdapter:
         where the runtime has one; `arena=False`: a session that frees each run's buffers, where it can."""
         raise NotImplementedError
 
+    def default_hint(self) -> Optional[str]:
+        """The inference precision this runtime picks on this device when none is asked for (None: it takes none)."""
+        return None
+
     def cannot(self, hint: Optional[str]) -> Optional[str]:
         """Why this runtime cannot compute at `hint` here (None: it can)."""
         return None if hint in (None, "f32") else f"{self.name} takes no inference precision hint"
@@ -159,6 +163,9 @@ class OpenVino(RuntimeAdapter):
             self._core = _core()
         return self._core
 
+    def default_hint(self) -> Optional[str]:
+        return _type_name(self.core().get_property(self.device.upper(), "INFERENCE_PRECISION_HINT"))
+
     def cannot(self, hint: Optional[str]) -> Optional[str]:
         """OpenVINO's own word on this device: the optimisation capabilities it lists (BF16, FP16)."""
         if hint in (None, "f32"):
@@ -180,8 +187,7 @@ class _OvGraph(Loaded):
         self.compiled = compiled
         self.request = compiled.create_infer_request()
         self.providers = ("CPU",)
-        chosen = compiled.get_property("INFERENCE_PRECISION_HINT")  # an openvino Type: "f32", "bf16", "f16"
-        self.settings = {"inference_precision": chosen.to_string() if hasattr(chosen, "to_string") else str(chosen)}
+        self.settings = {"inference_precision": _type_name(compiled.get_property("INFERENCE_PRECISION_HINT"))}
         self.names = [port.get_any_name() for port in compiled.inputs]
         self.input_names = tuple(input_names)
 
@@ -195,6 +201,11 @@ class _OvGraph(Loaded):
     def call(self, inputs: Sequence[np.ndarray]) -> Callable[[], Any]:
         feed = self.feed(inputs)
         return lambda: self.request.infer(feed)
+
+
+def _type_name(chosen: Any) -> str:
+    """An openvino Type as its hint spells it: "f32", "bf16", "f16"."""
+    return chosen.to_string() if hasattr(chosen, "to_string") else str(chosen)
 
 
 def _core() -> Any:

@@ -21,7 +21,7 @@ from harness.campaign.keys import REPLAY_CODE, Key, code_hash, in_shard, parse_s
 from harness.campaign.pool import WorkerConfig
 from harness.errors import UserError
 from harness.record import CellRecord, RecordKind, Verdict, job_id
-from harness.record.precisions import RUNTIME_PRECISIONS
+from harness.record.precisions import RUNTIME_DEFAULT, RUNTIME_PRECISIONS
 from harness.replay.judge import replay_blank
 from harness.replay.runtimes import ADAPTERS, RuntimeAdapter, adapter_for
 
@@ -103,6 +103,7 @@ class ReplayKind(Kind):
     """Stored graphs judged in this runtime environment, one worker process (one runtime load) per core."""
 
     replay: Optional[Replay] = None
+    _default: Optional[str] = None  # what runtime-default is judged as (_as_judged)
     noun = "graph"
 
     @classmethod
@@ -121,7 +122,18 @@ class ReplayKind(Kind):
         )
 
     def twin_key(self, job: GraphJob) -> Optional[str]:
-        return judgement_key(self.replay.store, self.replay.manifests[job.cell_id], job.precision)
+        return judgement_key(self.replay.store, self.replay.manifests[job.cell_id], self._as_judged(job.precision))
+
+    def _as_judged(self, precision: str) -> str:
+        """runtime-default is the runtime precision this device picks (OpenVINO on a bf16 CPU: runtime-bf16), where
+        that is one of this replay's: one compilation answers both."""
+        if precision != RUNTIME_DEFAULT:
+            return precision
+        if self._default is None:
+            hint = self.replay.adapter.default_hint()
+            chosen = f"runtime-{hint}"
+            self._default = chosen if hint and chosen in self.args.precision else precision
+        return self._default
 
     def blank(self, job: GraphJob, verdict: Verdict, reason: Optional[str]) -> CellRecord:
         return replay_blank(self.replay.manifests[job.cell_id], self.replay.adapter, verdict, reason, job.precision)
