@@ -12,7 +12,11 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 from harness.plan.registry import Case
 from harness.record import CellRecord, Fingerprint, Runtime, Verdict, canonical_params
 
-DEFAULT_OPSETS = (9, 11, 13, 16, 17)
+# A case's opsets unless it names its own, the newest added: where the default cases' operators change (9 the
+# oldest; Clip's and Pad's bounds become inputs at 11, Squeeze's and Unsqueeze's axes at 13; GridSample at 16).
+# Opset 17 brings LayerNormalization, which the cases that meet it name; for the default cases (grid_sample_op, stn)
+# every one of 2499 records at 17 had the verdict of its twin at 16 (2026-12-01).
+DEFAULT_OPSETS = (9, 11, 13, 16)
 
 
 @dataclass(frozen=True)
