@@ -368,8 +368,8 @@ def _render(session: nox.Session, when: str, args=None, always: bool = False, fi
 
 
 # A long run refreshes its partial page at most this often; the report session (the last of `nox -s matrix`) always
-# renders it. Rendering every file takes about 20 s: after each of 15 sessions it would cost 5 minutes.
-PAGE_REFRESH_S = 600
+# renders it. Rendering every file takes 15 to 35 s: after each of 15 sessions it would cost 6 minutes.
+PAGE_REFRESH_S = 900
 CHAIN: dict = {}  # what `nox -s matrix` queued after the environments in this nox process
 # What reports/index.html was last rendered from: its results files (name, size, time) and the reporter's code.
 RENDERED_FROM = ROOT / "reports" / ".rendered-from"
