@@ -146,9 +146,14 @@ def _run_matrix(session: nox.Session, env: str) -> None:
     if not os.environ.get("MATRIX_NO_REPLAY"):  # once every environment has exported: convert, then every runtime
         CHAIN["diverge"] = True  # the last session of the chain renders the page whatever its age
         session.notify("convert", posargs=[])
+        chained = [a for a in session.posargs if a in CHAINED_FLAGS]
         for runtime in CPU_RUNTIMES:
-            session.notify(f"replay(runtime='{runtime}')", posargs=[])
+            session.notify(f"replay(runtime='{runtime}')", posargs=chained)
         session.notify("diverge", posargs=[])
+
+
+# The matrix's flags its replays take too: `nox -s matrix -- --cost-sweeps` times the sweeps on every runtime.
+CHAINED_FLAGS = ("--cost-sweeps",)
 
 
 def _requirements(session: nox.Session, prov: Provisioner, venv: Path) -> tuple:

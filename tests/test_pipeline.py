@@ -8,7 +8,7 @@ import pytest
 import torch
 from conftest import RESOURCES
 
-from harness.campaign.options import Options
+from harness.campaign.options import NOT_COSTED, Options
 from harness.judge.graph import describe_model
 from harness.plan.registry import get_case, load_cases
 from harness.plan.spec import CellSpec, canonical_params
@@ -121,8 +121,19 @@ def test_a_graph_with_a_baked_shape_fails_the_dynamic_stage_visibly():
     assert stage(record, "parity")["outcome"] == "ok"  # the export shape itself is fine
 
 
+def test_a_correctness_sweeps_cells_are_judged_and_costed_only_when_asked():
+    """grid_sample_op sweeps parameters on toy inputs (tag sweep): its cells are judged, their latency and memory
+    stages skipped with the reason (the framework's per-call overhead is all a toy input times)."""
+    judged = run(cell(strategy="custom", opset=16), Options(threads=2, latency_budget_s=0.02))
+    assert judged["verdict"] == "pass" and judged["parity"]["max_abs"] < 1e-4
+    assert judged["latency"] == {} and judged["memory"] == {}
+    for name in ("latency", "memory"):
+        assert stage(judged, name)["outcome"] == "skipped" and stage(judged, name)["message"] == NOT_COSTED
+    assert "sweep" in get_case("grid_sample_op").tags and "sweep" not in get_case("grid_sample_bench").tags
+
+
 def test_latency_and_memory_are_recorded_for_both_targets():
-    record = run(cell(strategy="custom", opset=16), Options(threads=2, latency_budget_s=0.02))
+    record = run(cell(strategy="custom", opset=16), Options(threads=2, latency_budget_s=0.02, cost_sweeps=True))
     for target in ("eager", "ort"):
         lat = record["latency"][target]
         assert lat["median_s"] > 0 and lat["samples"] >= 5 and lat["threads"] == 2

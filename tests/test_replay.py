@@ -15,7 +15,7 @@ import torch
 from conftest import keep_graph, unit_case
 
 from harness.artifacts.store import ArtifactStore
-from harness.campaign.options import Options
+from harness.campaign.options import NOT_COSTED, Options
 from harness.errors import UserError
 from harness.judge.measure import FOOTPRINT_METHOD, WORKING_SET_METHOD
 from harness.plan.spec import CellSpec
@@ -230,3 +230,15 @@ def test_the_working_set_is_taken_right_after_the_first_run():
     """Before parity and latency run the graph again and again: their freed buffers would hold the next run's."""
     names = [s.name for s in REPLAY_STAGES]
     assert names.index("memory") == names.index("run") + 1 < names.index("latency")
+
+
+def test_a_sweeps_graph_is_judged_everywhere_and_costed_only_when_asked(stored):
+    store, manifest, _ = stored
+    swept = replace(manifest, record=dict(manifest.record, tags=["op", "sweep"]))
+    judged = replay_graph(swept, store, OnnxRuntime("ortnow"), OPTS)
+    assert judged.verdict is Verdict.PASS and judged.parity is not None
+    assert judged.latency == {} and judged.memory == {}
+    skipped = {s.name: s for s in judged.stages if s.name in ("latency", "memory")}
+    assert all(s.outcome == "skipped" and s.message == NOT_COSTED for s in skipped.values()) and len(skipped) == 2
+    costed = replay_graph(swept, store, OnnxRuntime("ortnow"), replace(OPTS, cost_sweeps=True))
+    assert set(costed.latency) == {"ort"} and {"ort", "ort.working_set"} <= set(costed.memory)

@@ -79,9 +79,23 @@ FLAGS: Dict[str, Dict[str, Any]] = {
     "no-latency": dict(action="store_true", help="skip the latency stage"),
     "no-memory": dict(action="store_true", help="skip the peak-memory stage"),
     "latency-budget": dict(type=float, default=0.03, help="seconds of timing per target (default 0.03)"),
+    "cost-sweeps": dict(
+        action="store_true",
+        help="time and measure the memory of the correctness sweeps' cells too (tag sweep; by default judged only)",
+    ),
 }
 OUTPUT = ("results-dir", "out", "artifacts", "shard", "rerun", "quiet")
-WORKERS = ("jobs", "pin", "threads", "timeout", "memory-limit-mb", "no-latency", "no-memory", "latency-budget")
+WORKERS = (
+    "jobs",
+    "pin",
+    "threads",
+    "timeout",
+    "memory-limit-mb",
+    "no-latency",
+    "no-memory",
+    "latency-budget",
+    "cost-sweeps",
+)
 
 
 def add_flags(parser: argparse.ArgumentParser, names: Tuple[str, ...], **overrides: Dict[str, Any]) -> None:

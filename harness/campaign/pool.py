@@ -83,6 +83,7 @@ class WorkerConfig:
                 memory=not getattr(args, "no_memory", True),
                 latency_budget_s=getattr(args, "latency_budget", 0.0),
                 tensorrt=getattr(args, "tensorrt", False),
+                cost_sweeps=getattr(args, "cost_sweeps", False),
                 artifacts_dir=str(artifacts_dir(args).resolve()) if keep else None,
             ),
             memory_limit_mb=args.memory_limit_mb,

@@ -28,6 +28,7 @@ class StageSpec(NamedTuple):
     verdict: Verdict  # when third-party code raises in it
     fatal: bool = True  # such a raise skips every later stage (a StageFailed finding never does)
     when: Callable[[Any], bool] = lambda s: True
+    why_not: Callable[[Any], Optional[str]] = lambda s: None  # what a stage `when` skips says, if anything
 
 
 class Walked(NamedTuple):
@@ -44,8 +45,11 @@ def walk(specs: Sequence[StageSpec], state: Any, found: Dict[str, Any]) -> Walke
     stages: List[Stage] = []
     stopped_at: Optional[str] = None
     for spec in specs:
-        if stopped_at or not spec.when(state):
+        if stopped_at:
             stages.append(Stage(spec.name, "skipped"))
+            continue
+        if not spec.when(state):
+            stages.append(Stage(spec.name, "skipped", message=spec.why_not(state)))
             continue
         stage, failure, fatal = _run_stage(spec, state, found)
         stages.append(stage)

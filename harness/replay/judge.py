@@ -49,11 +49,24 @@ class ReplayState:
         made = precision_of(self.precision)
         return made.hint if made.made_by == RUNTIME else "f32"
 
+    @property
+    def costed(self) -> bool:
+        """Whether this graph is timed and its memory measured: not a correctness sweep's (Options.costs)."""
+        return costed(self.manifest, self.opts)
+
+    @property
+    def uncosted(self) -> Optional[str]:
+        return self.opts.uncosted(self.manifest.record.get("tags") or ())
+
     def samples(self, stage: str) -> List[Sample]:
         return [s for s in self.manifest.samples if s.stage == stage]
 
     def inputs(self, sample: Sample) -> List[np.ndarray]:
         return self.store.arrays(sample.inputs)
+
+
+def costed(manifest: Manifest, opts: Options) -> bool:
+    return opts.costs(manifest.record.get("tags") or ())
 
 
 def load(s: ReplayState) -> None:
@@ -81,7 +94,7 @@ INFERENCE_TOLERANCE = {"f32": "fp32", "bf16": "bf16", "f16": "fp16"}
 
 def run(s: ReplayState) -> None:
     s.first = s.graph.run(s.inputs(s.samples("parity")[0]))
-    if s.opts.memory and s.adapter.device == "cpu":
+    if s.opts.memory and s.costed and s.adapter.device == "cpu":
         s.found["memory"] = {
             s.adapter.target: s.footprint.peak(FRESH_FOOTPRINT_METHOD if in_child() else FOOTPRINT_METHOD)
         }
@@ -146,15 +159,23 @@ def memory(s: ReplayState) -> None:
 OPENVINO_WORKING_SET = "rss-hwm: one run after a warm-up run (OpenVINO allocates its buffers when it compiles)"
 
 
+def _uncosted(s: ReplayState) -> Optional[str]:
+    return s.uncosted
+
+
 REPLAY_STAGES: Tuple[StageSpec, ...] = (
     StageSpec("load", load, Verdict.LOAD_FAILED),
     StageSpec("run", run, Verdict.RUN_FAILED),
     # The working set right after the first run, as a process that loads the graph and runs it once has it: after
     # the latency stage's hundreds of runs, a run's buffers fit in the holes they left and the set reads 30% less.
-    StageSpec("memory", memory, Verdict.HARNESS_ERROR, fatal=False, when=lambda s: s.opts.memory),
+    StageSpec(
+        "memory", memory, Verdict.HARNESS_ERROR, False, lambda s: s.opts.memory and s.costed, lambda s: s.uncosted
+    ),
     StageSpec("parity", parity, Verdict.MISMATCH),
     StageSpec("dynamic", dynamic, Verdict.RUN_FAILED, when=lambda s: bool(s.samples("dynamic"))),
-    StageSpec("latency", latency, Verdict.HARNESS_ERROR, fatal=False, when=lambda s: s.opts.latency),
+    StageSpec(
+        "latency", latency, Verdict.HARNESS_ERROR, False, lambda s: s.opts.latency and s.costed, lambda s: s.uncosted
+    ),
 )
 
 

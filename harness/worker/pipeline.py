@@ -7,7 +7,7 @@ checker, the measurements) lets them run for the record. Each stage is one funct
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from harness.artifacts.store import ArtifactStore, Manifest, Sample, graph_digest
 from harness.campaign.options import Options
@@ -176,6 +176,14 @@ def memory(s: CellState) -> None:
     s.found["memory"] = memory_targets(s)
 
 
+def _costed(s: CellState) -> bool:
+    return s.opts.costs(s.case.tags)
+
+
+def _uncosted(s: CellState) -> Optional[str]:
+    return s.opts.uncosted(s.case.tags)
+
+
 STAGES: Tuple[StageSpec, ...] = (
     StageSpec("build", build, Verdict.HARNESS_ERROR),
     StageSpec("eager", eager, Verdict.RUN_FAILED),
@@ -187,8 +195,8 @@ STAGES: Tuple[StageSpec, ...] = (
     StageSpec("run", run, Verdict.RUN_FAILED),
     StageSpec("parity", parity, Verdict.MISMATCH),
     StageSpec("dynamic", dynamic, Verdict.RUN_FAILED, when=lambda s: s.cell.shape_mode == "dynamic"),
-    StageSpec("latency", latency, Verdict.HARNESS_ERROR, fatal=False, when=lambda s: s.opts.latency),
-    StageSpec("memory", memory, Verdict.HARNESS_ERROR, fatal=False, when=lambda s: s.opts.memory),
+    StageSpec("latency", latency, Verdict.HARNESS_ERROR, False, lambda s: s.opts.latency and _costed(s), _uncosted),
+    StageSpec("memory", memory, Verdict.HARNESS_ERROR, False, lambda s: s.opts.memory and _costed(s), _uncosted),
 )
 STAGE_NAMES = tuple(spec.name for spec in STAGES)
 
