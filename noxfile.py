@@ -230,6 +230,7 @@ def replay(session: nox.Session, runtime: str) -> None:
         environ["LD_LIBRARY_PATH"] = os.pathsep.join(libs + [os.environ.get("LD_LIBRARY_PATH", "")])
     args = ["--runtime", runtime, "--runtime-kind", env.runtime, "--device", env.device]
     args += ["--precision", ",".join(env.precisions)]
+    args += ["--skip-tag", ",".join(env.skip_tags)] if env.skip_tags else []
     args += ["--artifacts", str(ROOT / "artifacts"), "--results-dir", str(ROOT / "results"), *PARALLEL]
     session.run(str(venv_python(venv)), "-m", "harness", "replay", *args, *session.posargs, env=environ, external=True)
     _render(session, f"after the replay in {runtime}")
@@ -373,8 +374,9 @@ def _render(session: nox.Session, when: str, args=None, always: bool = False, fi
 
 
 # A long run refreshes its partial page at most this often; the report session (the last of `nox -s matrix`) always
-# renders it. Rendering every file takes 15 to 35 s: after each of 15 sessions it would cost 6 minutes.
-PAGE_REFRESH_S = 900
+# renders it. Rendering every file takes 15 to 35 s: after each of 15 sessions it would cost 6 minutes. The default
+# matrix shows its first environment's page after 3 minutes, then the whole one.
+PAGE_REFRESH_S = 1800
 CHAIN: dict = {}  # what `nox -s matrix` queued after the environments in this nox process
 # What reports/index.html was last rendered from: its results files (name, size, time) and the reporter's code.
 RENDERED_FROM = ROOT / "reports" / ".rendered-from"

@@ -47,7 +47,7 @@ def add_replay_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runtime-kind", default=None, help="onnxruntime or openvino (default: the one installed here)")
     add_flags(
         p,
-        ("device", "from-env", "case", "family", "strategy", "precision") + OUTPUT + WORKERS,
+        ("device", "from-env", "case", "family", "strategy", "precision", "skip-tag") + OUTPUT + WORKERS,
         device={"help": "cpu, or cuda for a GPU runtime (default cpu)"},
         out={"help": "results file (default: RESULTS_DIR/replay-RUNTIME[.shard-I-of-N].jsonl)"},
         timeout={"default": 120.0, "help": "seconds a graph may take (default 120)"},

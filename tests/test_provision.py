@@ -36,6 +36,17 @@ def test_a_loose_pin_is_refused_with_the_fix(tmp_path):
         load_environment(path)
 
 
+def test_a_runtime_file_names_the_case_tags_it_leaves_out(tmp_path):
+    envs = {e.name: e for e in load_environments(ROOT / "environments" / "runtimes")}
+    assert envs["ort1.16"].skip_tags == ("bench",) and envs["ort1.32"].skip_tags == ()
+    path = tmp_path / "r.toml"
+    path.write_text(
+        'name = "r"\nruntime = "onnxruntime"\npython = "3.11"\npins = ["onnxruntime==1.32.0"]\nskip_tags = "bench"\n'
+    )
+    with pytest.raises(UserError, match=r'skip_tags = .bench.; write a list of case tags, like \["bench"\]'):
+        load_environment(path)
+
+
 def test_venv_hash_changes_with_the_pins_only():
     a = Environment("e", "3.11", ("x==1",))
     assert a.venv_hash("3.11.7") == Environment("e", "3.11", ("x==1",)).venv_hash("3.11.7")

@@ -242,3 +242,20 @@ def test_a_sweeps_graph_is_judged_everywhere_and_costed_only_when_asked(stored):
     assert all(s.outcome == "skipped" and s.message == NOT_COSTED for s in skipped.values()) and len(skipped) == 2
     costed = replay_graph(swept, store, OnnxRuntime("ortnow"), replace(OPTS, cost_sweeps=True))
     assert set(costed.latency) == {"ort"} and {"ort", "ort.working_set"} <= set(costed.memory)
+
+
+def test_a_runtime_leaves_out_the_graphs_of_the_tags_it_skips(stored, tmp_path, harness_cli):
+    """--skip-tag (a runtime file's skip_tags): the old rungs leave the benchmark-size graphs to the newest."""
+    store, _, _ = stored
+    keep_graph(tmp_path / "artifacts", unit_case(), _cell(opset=11))
+    _as_if_exported_with(store, "1.10.0")
+    benched = sorted(store.manifests())[0]
+    data = json.loads(benched.read_text())
+    data["record"]["tags"] = ["bench"]
+    benched.write_text(json.dumps(data))
+    proc = _replay(harness_cli, tmp_path, "--skip-tag", "bench")
+    assert proc.returncode == 0, proc.stderr
+    judged = read_results(tmp_path / "results" / "replay-ortnow.jsonl").records
+    assert [r.cell_id for r in judged] == [
+        json.loads(p.read_text())["cell_id"] for p in store.manifests() if p != benched
+    ]

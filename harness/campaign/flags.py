@@ -60,6 +60,7 @@ FLAGS: Dict[str, Dict[str, Any]] = {
     "device": dict(type=csv, default=["cpu"], help="cpu, cuda (default cpu)"),
     "dtype": dict(type=csv, default=["float32"], help="float32, float16, ... (default float32)"),
     "tag": dict(type=csv, default=[], help="only cases with one of these tags"),
+    "skip-tag": dict(type=csv, default=[], help="leave out the graphs of cases with one of these tags"),
     "cases-dir": dict(action="append", default=[], help="a folder of your own case files"),
     "from-env": dict(type=csv, default=[], help="only graphs exported in these environments"),
     "precision": dict(type=csv, default=[], help="fp32, fp16, int8-dynamic, int8-static (default: every one stored)"),

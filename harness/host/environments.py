@@ -53,6 +53,7 @@ class Environment:
     platforms: Tuple[str, ...] = DEFAULT_PLATFORMS
     runtime: Optional[str] = None  # a runtime environment's runtime (onnxruntime, openvino); None for an export one
     precisions: Tuple[str, ...] = ("fp32",)  # the precisions a runtime environment judges by default
+    skip_tags: Tuple[str, ...] = ()  # a runtime environment leaves out the graphs of cases with these tags
     source: str = field(default="", compare=False)
 
     def pin(self, package: str) -> Optional[str]:
@@ -114,6 +115,7 @@ def load_environment(path: Path) -> Environment:
         platforms=_platforms(path, data),
         runtime=_runtime(path, data),
         precisions=_precisions(path, data),
+        skip_tags=_skip_tags(path, data),
         source=str(path),
     )
 
@@ -127,6 +129,13 @@ def _runtime(path: Path, data: Dict[str, Any]) -> Optional[str]:
     if runtime is None and path.parent.name == RUNTIME_DIR.name:
         raise UserError(f'{path}: a runtime environment names its runtime; add runtime = "onnxruntime" (or "openvino")')
     return runtime
+
+
+def _skip_tags(path: Path, data: Dict[str, Any]) -> Tuple[str, ...]:
+    tags = data.get("skip_tags", [])
+    if not isinstance(tags, list) or not all(isinstance(t, str) and t for t in tags):
+        raise UserError(f'{path}: skip_tags = {tags!r}; write a list of case tags, like ["bench"]')
+    return tuple(tags)
 
 
 def _precisions(path: Path, data: Dict[str, Any]) -> Tuple[str, ...]:

@@ -161,7 +161,8 @@ class ReplayKind(Kind):
 def _selected(manifest: Manifest, args: argparse.Namespace) -> bool:
     record = manifest.record
     wanted = (("env", args.from_env), ("case", args.case), ("family", args.family), ("strategy", args.strategy))
-    return all(not names or record.get(key) in names for key, names in wanted)
+    skipped = set(getattr(args, "skip_tag", ())) & set(record.get("tags") or ())
+    return not skipped and all(not names or record.get(key) in names for key, names in wanted)
 
 
 def _installed_kind() -> str:
