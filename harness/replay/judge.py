@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -56,7 +56,7 @@ class ReplayState:
 
     @property
     def uncosted(self) -> Optional[str]:
-        return self.opts.uncosted(self.manifest.record.get("tags") or ())
+        return self.opts.uncosted(_tags(self.manifest))
 
     def samples(self, stage: str) -> List[Sample]:
         return [s for s in self.manifest.samples if s.stage == stage]
@@ -66,7 +66,11 @@ class ReplayState:
 
 
 def costed(manifest: Manifest, opts: Options) -> bool:
-    return opts.costs(manifest.record.get("tags") or ())
+    return opts.costs(_tags(manifest))
+
+
+def _tags(manifest: Manifest) -> Sequence[str]:
+    return manifest.record.get("tags") or ()
 
 
 def load(s: ReplayState) -> None:
@@ -157,10 +161,6 @@ def memory(s: ReplayState) -> None:
 
 
 OPENVINO_WORKING_SET = "rss-hwm: one run after a warm-up run (OpenVINO allocates its buffers when it compiles)"
-
-
-def _uncosted(s: ReplayState) -> Optional[str]:
-    return s.uncosted
 
 
 REPLAY_STAGES: Tuple[StageSpec, ...] = (
