@@ -140,7 +140,7 @@ def _fp32_graphs(store: ArtifactStore, args: argparse.Namespace) -> List[Manifes
     graphs = []
     for manifest in stored_graphs(store):
         record = manifest.record
-        if manifest.precision != "fp32" or (args.tag and not set(args.tag) & set(record.get("tags") or ())):
+        if manifest.precision != "fp32" or (args.tag and not set(args.tag) & set(manifest.tags)):
             continue
         if (not args.case or record.get("case") in args.case) and (not args.from_env or manifest.env in args.from_env):
             graphs.append(manifest)

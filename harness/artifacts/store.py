@@ -63,6 +63,11 @@ class Manifest:
     schema_version: int = ARTIFACT_SCHEMA
 
     @property
+    def tags(self) -> Tuple[str, ...]:
+        """Its case's tags, as the exporting cell recorded them."""
+        return tuple(self.record.get("tags") or ())
+
+    @property
     def digest(self) -> str:
         """Names this graph with these samples and tolerance: what a replay's resume key holds on to."""
         samples = [asdict(s) for s in self.samples]

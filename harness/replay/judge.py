@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -52,25 +52,13 @@ class ReplayState:
     @property
     def costed(self) -> bool:
         """Whether this graph is timed and its memory measured: not a correctness sweep's (Options.costs)."""
-        return costed(self.manifest, self.opts)
-
-    @property
-    def uncosted(self) -> Optional[str]:
-        return self.opts.uncosted(_tags(self.manifest))
+        return self.opts.costs(self.manifest.tags)
 
     def samples(self, stage: str) -> List[Sample]:
         return [s for s in self.manifest.samples if s.stage == stage]
 
     def inputs(self, sample: Sample) -> List[np.ndarray]:
         return self.store.arrays(sample.inputs)
-
-
-def costed(manifest: Manifest, opts: Options) -> bool:
-    return opts.costs(_tags(manifest))
-
-
-def _tags(manifest: Manifest) -> Sequence[str]:
-    return manifest.record.get("tags") or ()
 
 
 def load(s: ReplayState) -> None:
@@ -163,19 +151,19 @@ def memory(s: ReplayState) -> None:
 OPENVINO_WORKING_SET = "rss-hwm: one run after a warm-up run (OpenVINO allocates its buffers when it compiles)"
 
 
+def _uncosted(s: ReplayState) -> Optional[str]:
+    return s.opts.uncosted(s.manifest.tags)
+
+
 REPLAY_STAGES: Tuple[StageSpec, ...] = (
     StageSpec("load", load, Verdict.LOAD_FAILED),
     StageSpec("run", run, Verdict.RUN_FAILED),
     # The working set right after the first run, as a process that loads the graph and runs it once has it: after
     # the latency stage's hundreds of runs, a run's buffers fit in the holes they left and the set reads 30% less.
-    StageSpec(
-        "memory", memory, Verdict.HARNESS_ERROR, False, lambda s: s.opts.memory and s.costed, lambda s: s.uncosted
-    ),
+    StageSpec("memory", memory, Verdict.HARNESS_ERROR, False, lambda s: s.opts.memory and s.costed, _uncosted),
     StageSpec("parity", parity, Verdict.MISMATCH),
     StageSpec("dynamic", dynamic, Verdict.RUN_FAILED, when=lambda s: bool(s.samples("dynamic"))),
-    StageSpec(
-        "latency", latency, Verdict.HARNESS_ERROR, False, lambda s: s.opts.latency and s.costed, lambda s: s.uncosted
-    ),
+    StageSpec("latency", latency, Verdict.HARNESS_ERROR, False, lambda s: s.opts.latency and s.costed, _uncosted),
 )
 
 

@@ -52,11 +52,7 @@ def load(r: Replay) -> Replay:
             continue
         precisions = [manifest.precision] if not r.args.precision or manifest.precision in r.args.precision else []
         record = manifest.record
-        if (
-            manifest.precision == "fp32"
-            and "model" in (record.get("tags") or ())
-            and record.get("shape_mode") == "static"
-        ):
+        if manifest.precision == "fp32" and "model" in manifest.tags and record.get("shape_mode") == "static":
             precisions += at_runtime
         for precision in precisions:
             job = graph_job(r.store, manifest, precision)
@@ -161,7 +157,7 @@ class ReplayKind(Kind):
 def _selected(manifest: Manifest, args: argparse.Namespace) -> bool:
     record = manifest.record
     wanted = (("env", args.from_env), ("case", args.case), ("family", args.family), ("strategy", args.strategy))
-    skipped = set(getattr(args, "skip_tag", ())) & set(record.get("tags") or ())
+    skipped = set(getattr(args, "skip_tag", ())) & set(manifest.tags)
     return not skipped and all(not names or record.get(key) in names for key, names in wanted)
 
 

@@ -23,7 +23,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         from harness.campaign.options import Options
         from harness.judge.zygote import Zygote, ZygoteError
         from harness.record import Verdict
-        from harness.replay.judge import costed, replay_blank, replay_graph, replay_stored, warm_up
+        from harness.replay.judge import replay_blank, replay_graph, replay_stored, warm_up
         from harness.replay.runtimes import adapter_for
 
         opts = Options.from_json(args.options)
@@ -37,7 +37,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         def judged(manifest: Any, precision: str) -> Any:
             """In a child of the zygote where there is one; a child that died is judged here again, so that a graph
             that crashes the runtime crashes this worker, and the pool records it, as without a zygote."""
-            if adapter.zygote is not None and costed(manifest, opts):  # no memory to measure: no child needed
+            if adapter.zygote is not None and opts.costs(manifest.tags):  # no memory to measure: no child needed
                 try:
                     arrays = store.samples_of(manifest)
                     return adapter.zygote.call(replay_stored, manifest, store.root, arrays, adapter, opts, precision)
